@@ -1,0 +1,6 @@
+export * from './inventory';
+export * from './key';
+export * from './names';
+export * from './queue';
+export * from './redis-keys';
+export * from './snapshot';

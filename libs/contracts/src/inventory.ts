@@ -1,0 +1,125 @@
+import { z } from 'zod';
+
+/**
+ * The domain model of a driver's inventory on one node: what the plugin-watcher stores as a
+ * snapshot and what the slice planner consumes. Its shapes mirror resource.k8s.io/v1 (a device
+ * here is a ResourceSlice device), so that planning is layout, not translation. The schemas check
+ * structure only; the Kubernetes limits (name rules, counts, lengths, semver, quantities) are
+ * checked by the slice validator in libs/slices, which reports every problem with its field path.
+ */
+
+/** Exactly one of the values must be set (checked by the validator). */
+export const deviceAttributeSchema = z
+  .object({
+    int: z.number().int().optional(),
+    bool: z.boolean().optional(),
+    string: z.string().optional(),
+    version: z.string().optional(),
+  })
+  .strict();
+export type DeviceAttribute = z.infer<typeof deviceAttributeSchema>;
+
+/** A Kubernetes quantity such as `80Gi`. */
+export const quantityValueSchema = z.object({ value: z.string() }).strict();
+export type DeviceCapacity = z.infer<typeof quantityValueSchema>;
+export type Counter = z.infer<typeof quantityValueSchema>;
+
+export const deviceTaintSchema = z
+  .object({
+    key: z.string(),
+    value: z.string().optional(),
+    effect: z.string(),
+    /** RFC 3339 time the taint was added. */
+    timeAdded: z.string().optional(),
+  })
+  .strict();
+export type DeviceTaint = z.infer<typeof deviceTaintSchema>;
+
+export const deviceCounterConsumptionSchema = z
+  .object({
+    counterSet: z.string(),
+    counters: z.record(z.string(), quantityValueSchema),
+  })
+  .strict();
+export type DeviceCounterConsumption = z.infer<typeof deviceCounterConsumptionSchema>;
+
+export const deviceSchema = z
+  .object({
+    name: z.string(),
+    attributes: z.record(z.string(), deviceAttributeSchema).optional(),
+    capacity: z.record(z.string(), quantityValueSchema).optional(),
+    taints: z.array(deviceTaintSchema).optional(),
+    consumesCounters: z.array(deviceCounterConsumptionSchema).optional(),
+  })
+  .strict();
+export type Device = z.infer<typeof deviceSchema>;
+
+export const counterSetSchema = z
+  .object({
+    name: z.string(),
+    counters: z.record(z.string(), quantityValueSchema),
+  })
+  .strict();
+export type CounterSet = z.infer<typeof counterSetSchema>;
+
+export const nodeSelectorRequirementSchema = z
+  .object({
+    key: z.string(),
+    operator: z.string(),
+    values: z.array(z.string()).optional(),
+  })
+  .strict();
+
+/** core/v1 NodeSelector, in its Kubernetes JSON shape. */
+export const nodeSelectorSchema = z
+  .object({
+    nodeSelectorTerms: z.array(
+      z
+        .object({
+          matchExpressions: z.array(nodeSelectorRequirementSchema).optional(),
+          matchFields: z.array(nodeSelectorRequirementSchema).optional(),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+export type NodeSelector = z.infer<typeof nodeSelectorSchema>;
+
+/** Which nodes can reach a pool's devices. */
+export const poolScopeSchema = z.discriminatedUnion('kind', [
+  /** Only the plugin's node: spec.nodeName, with the Node as owner. */
+  z.object({ kind: z.literal('node') }).strict(),
+  /** Every node: spec.allNodes. */
+  z.object({ kind: z.literal('all-nodes') }).strict(),
+  /** The nodes the selector matches: spec.nodeSelector. */
+  z.object({ kind: z.literal('node-selector'), nodeSelector: nodeSelectorSchema }).strict(),
+]);
+export type PoolScope = z.infer<typeof poolScopeSchema>;
+
+/** One slice of an explicitly laid-out pool. */
+export const explicitSliceSchema = z
+  .object({
+    devices: z.array(deviceSchema),
+    sharedCounters: z.array(counterSetSchema).optional(),
+  })
+  .strict();
+export type ExplicitSlice = z.infer<typeof explicitSliceSchema>;
+
+export const poolSchema = z
+  .object({
+    name: z.string(),
+    /** Driver-chosen generation; a higher one than published wins. */
+    generation: z.number().int().optional(),
+    scope: poolScopeSchema,
+    /** Devices for slicekeeper to lay out in slices. */
+    devices: z.array(deviceSchema),
+    /** An explicit layout, published as given (set devices or slices, not both). */
+    slices: z.array(explicitSliceSchema).optional(),
+    sharedCounters: z.array(counterSetSchema).optional(),
+  })
+  .strict();
+export type Pool = z.infer<typeof poolSchema>;
+
+/** A driver's complete inventory on one node; every new one replaces the previous. */
+export const driverInventorySchema = z.object({ pools: z.array(poolSchema) }).strict();
+export type DriverInventory = z.infer<typeof driverInventorySchema>;

@@ -1,0 +1,5 @@
+export { RedisServer, freePort } from './redis-server';
+export type { RedisServerOptions } from './redis-server';
+export { uniquePrefix } from './unique-prefix';
+export { waitFor } from './wait-for';
+export type { WaitForOptions } from './wait-for';
