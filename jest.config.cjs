@@ -3,10 +3,12 @@
 const { existsSync, readdirSync } = require('node:fs');
 const path = require('node:path');
 
-const projects = ['apps', 'libs'].flatMap((group) =>
-  readdirSync(path.join(__dirname, group))
-    .map((name) => `${group}/${name}/jest.config.cjs`)
-    .filter((config) => existsSync(path.join(__dirname, config))),
-);
+const projects = ['apps', 'libs']
+  .filter((group) => existsSync(path.join(__dirname, group)))
+  .flatMap((group) =>
+    readdirSync(path.join(__dirname, group))
+      .map((name) => `${group}/${name}/jest.config.cjs`)
+      .filter((config) => existsSync(path.join(__dirname, config))),
+  );
 
 module.exports = { projects: projects.map((config) => `<rootDir>/${config}`) };
