@@ -1,0 +1,67 @@
+export { planSync, isEmptyPlan, validateSyncInput } from './plan-sync';
+export type {
+  PlanSyncInput,
+  PoolSummary,
+  SliceDeletion,
+  SliceDeletionReason,
+  SyncPlan,
+} from './plan-sync';
+export { validateDriverResources } from './validate-driver-resources';
+export type { ValidateDriverResourcesOptions } from './validate-driver-resources';
+export { validateResourceSlice } from './validate-resource-slice';
+export { formatFieldError, InvalidDriverResourcesError, toTerminalError } from './field-error';
+export type { FieldError, FieldErrorType, ToTerminalErrorOptions } from './field-error';
+export { layoutPool, maxDevicesPerSlice, usesAdvancedFeatures } from './layout-pool';
+export type { SliceContent } from './layout-pool';
+export {
+  counterSetsEqual,
+  deviceEqual,
+  devicesEqual,
+  semanticEqual,
+  TAINT_TIME_TOLERANCE_MS,
+  taintTimesEqual,
+} from './semantic-equality';
+export {
+  compareQuantities,
+  isQuantity,
+  parseQuantity,
+  QUANTITY_FORMAT_MESSAGE,
+  quantitiesEqual,
+} from './quantity';
+export type { Quantity } from './quantity';
+export {
+  decodeSliceIndex,
+  encodeSliceIndex,
+  SLICE_INDEX_MIN_LENGTH,
+  sliceGenerateName,
+  sliceIndexLength,
+} from './slice-name';
+export type { SliceGenerateNameOptions } from './slice-name';
+export {
+  isManagedSlice,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  MAX_ATTRIBUTE_DOMAIN_LENGTH,
+  MAX_ATTRIBUTE_ID_LENGTH,
+  MAX_ATTRIBUTE_VALUE_LENGTH,
+  MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE,
+  MAX_COUNTER_CONSUMPTIONS_PER_DEVICE,
+  MAX_COUNTER_SETS_PER_SLICE,
+  MAX_COUNTERS_PER_COUNTER_CONSUMPTION,
+  MAX_COUNTERS_PER_COUNTER_SET,
+  MAX_DEVICES_PER_SLICE,
+  MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES,
+  MAX_GENERATED_NAME_BASE_LENGTH,
+  MAX_POOL_NAME_LENGTH,
+  MAX_TAINTS_PER_DEVICE,
+  RESOURCE_SLICE_API_VERSION,
+  RESOURCE_SLICE_KIND,
+} from './resource-slice';
+export type {
+  ObjectMeta,
+  OwnerReference,
+  ResourcePool,
+  ResourceSlice,
+  ResourceSliceSpec,
+  StoredResourceSlice,
+} from './resource-slice';

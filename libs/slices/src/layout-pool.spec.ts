@@ -1,0 +1,110 @@
+import type { Device, Pool } from '@slicekeeper/contracts';
+import { layoutPool, usesAdvancedFeatures } from './layout-pool';
+import { counterSet, gpu, gpus, pool, taintedGpu } from './testing/fixtures';
+
+function consuming(index: number): Device {
+  return gpu(index, {
+    consumesCounters: [{ counterSet: 'c', counters: { memory: { value: '1Gi' } } }],
+  });
+}
+
+function tainted(count: number, first = 0): Device[] {
+  return Array.from({ length: count }, (_, i) => taintedGpu(first + i));
+}
+
+interface LayoutCase {
+  name: string;
+  pool: Pool;
+  /** Per slice: its device count, or `sets:<n>` for a slice of n counter sets. */
+  slices: (number | string)[];
+}
+
+const cases: LayoutCase[] = [
+  { name: 'empty-pool-has-one-empty-slice', pool: pool({ devices: [] }), slices: [0] },
+  { name: 'node-fits-one-slice', pool: pool(), slices: [8] },
+  { name: 'exactly-128', pool: pool({ devices: gpus(128) }), slices: [128] },
+  { name: 'one-over-128', pool: pool({ devices: gpus(129) }), slices: [128, 1] },
+  { name: 'many-plain', pool: pool({ devices: gpus(4096) }), slices: Array<number>(32).fill(128) },
+  { name: 'exactly-64-tainted', pool: pool({ devices: tainted(64) }), slices: [64] },
+  { name: 'one-over-64-tainted', pool: pool({ devices: tainted(65) }), slices: [64, 1] },
+  {
+    name: 'counter-consumers-use-64',
+    pool: pool({ devices: Array.from({ length: 65 }, (_, i) => consuming(i)) }),
+    slices: [64, 1],
+  },
+  {
+    name: 'advanced-device-closes-a-full-plain-slice',
+    pool: pool({ devices: [...gpus(100), taintedGpu(100), ...gpus(3, 101)] }),
+    slices: [100, 4],
+  },
+  {
+    name: 'advanced-device-fits-a-small-plain-slice',
+    pool: pool({ devices: [...gpus(60), taintedGpu(60), ...gpus(10, 61)] }),
+    slices: [64, 7],
+  },
+  {
+    name: 'plain-devices-after-advanced-slice-get-128',
+    pool: pool({ devices: [taintedGpu(0), ...gpus(200, 1)] }),
+    slices: [64, 128, 9],
+  },
+  {
+    name: 'counter-sets-in-slices-of-their-own',
+    pool: pool({
+      devices: gpus(2),
+      sharedCounters: Array.from({ length: 10 }, (_, i) => counterSet(`s${i}`)),
+    }),
+    slices: [2, 'sets:8', 'sets:2'],
+  },
+  {
+    name: 'counters-only',
+    pool: pool({ devices: [], sharedCounters: [counterSet('s')] }),
+    slices: ['sets:1'],
+  },
+  {
+    name: 'explicit-slices-as-given',
+    pool: pool({
+      devices: [],
+      slices: [{ devices: gpus(3) }, { devices: [] }, { devices: gpus(1, 3) }],
+    }),
+    slices: [3, 0, 1],
+  },
+  {
+    name: 'no-explicit-slices-is-an-empty-pool',
+    pool: pool({ devices: [], slices: [] }),
+    slices: [0],
+  },
+];
+
+describe('layoutPool', () => {
+  it.each(cases)('$name', ({ pool: input, slices }) => {
+    const layout = layoutPool(input);
+    expect(
+      layout.map((slice) =>
+        slice.sharedCounters === undefined
+          ? slice.devices.length
+          : `sets:${slice.sharedCounters.length}`,
+      ),
+    ).toEqual(slices);
+    // Whatever the split, the devices keep their order: it is the driver's allocation preference.
+    const devices = input.slices?.flatMap((slice) => slice.devices) ?? input.devices;
+    expect(layout.flatMap((slice) => slice.devices)).toEqual(devices);
+  });
+});
+
+describe('usesAdvancedFeatures', () => {
+  const cases: [name: string, device: Device, advanced: boolean][] = [
+    ['plain', gpu(0), false],
+    ['tainted', taintedGpu(0), true],
+    ['consumes-counters', consuming(0), true],
+    ['empty-taint-list', gpu(0, { taints: [] }), false],
+    [
+      'list-attribute',
+      JSON.parse('{"name":"gpu-0","attributes":{"pcieRoots":{"strings":["a","b"]}}}') as Device,
+      true,
+    ],
+  ];
+
+  it.each(cases)('%s', (_, device, advanced) => {
+    expect(usesAdvancedFeatures(device)).toBe(advanced);
+  });
+});

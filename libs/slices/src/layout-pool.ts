@@ -1,0 +1,110 @@
+import type { CounterSet, Device, Pool } from '@slicekeeper/contracts';
+import {
+  MAX_COUNTER_SETS_PER_SLICE,
+  MAX_DEVICES_PER_SLICE,
+  MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES,
+} from './resource-slice';
+
+/** The content of one desired slice: devices or shared counters (a slice never has both). */
+export interface SliceContent {
+  readonly devices: Device[];
+  readonly sharedCounters?: CounterSet[];
+}
+
+/**
+ * Whether `device` lowers its slice's limit to 64 devices: it has taints, consumes counters or
+ * has a list-valued attribute (`haveDeviceTaints || haveConsumesCounters || haveListAttributes`
+ * in the API server's validation).
+ */
+export function usesAdvancedFeatures(device: Device): boolean {
+  if (device.taints !== undefined && device.taints.length > 0) return true;
+  if (device.consumesCounters !== undefined && device.consumesCounters.length > 0) return true;
+  const attributes = device.attributes;
+  if (attributes !== undefined) {
+    for (const name in attributes) {
+      const attribute: Readonly<Record<string, unknown>> | undefined = attributes[name];
+      if (attribute === undefined) continue;
+      // List values (`bools`, `ints`, `strings`, `versions`) are not in the inventory model yet;
+      // looking for any array keeps the limit right the day they are.
+      for (const field in attribute) {
+        if (Array.isArray(attribute[field])) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/** The most devices a slice holding `devices` may have. */
+export function maxDevicesPerSlice(devices: readonly Device[]): number {
+  for (const device of devices) {
+    if (usesAdvancedFeatures(device)) return MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES;
+  }
+  return MAX_DEVICES_PER_SLICE;
+}
+
+/**
+ * The slices a pool is published as, in index order.
+ *
+ * - Explicit `slices` are kept as given (validation rejects one over its limit); none at all
+ *   becomes one empty slice.
+ * - Otherwise devices are packed in their order into as few slices as the limits allow: a slice
+ *   takes devices until the next one would put it over 128, or over 64 once any device in it
+ *   uses taints, counters or list attributes. Keeping the order matters: the scheduler tries
+ *   slices by name and devices by position, so the driver's order is its allocation preference.
+ *   Taking the longest prefix each time gives the fewest slices for an ordered split, because a
+ *   shorter run of a valid slice is always valid too.
+ * - Pool-level shared counters follow in slices of their own, at most 8 counter sets each: the
+ *   API allows `devices` or `sharedCounters` in a slice, not both, and counter sets are
+ *   resolved pool-wide.
+ * - A pool with nothing to publish still gets one empty slice: "empty pool" tells the scheduler
+ *   the driver is up and has no devices, which is not the same as "no pool".
+ */
+export function layoutPool(pool: Pool): SliceContent[] {
+  if (pool.slices !== undefined) {
+    if (pool.slices.length === 0) return [{ devices: [] }];
+    return pool.slices.map((slice) =>
+      slice.sharedCounters !== undefined && slice.sharedCounters.length > 0
+        ? { devices: slice.devices, sharedCounters: slice.sharedCounters }
+        : { devices: slice.devices },
+    );
+  }
+
+  const slices = packDevices(pool.devices);
+  const counterSets = pool.sharedCounters ?? [];
+  for (let start = 0; start < counterSets.length; start += MAX_COUNTER_SETS_PER_SLICE) {
+    slices.push({
+      devices: [],
+      sharedCounters: counterSets.slice(start, start + MAX_COUNTER_SETS_PER_SLICE),
+    });
+  }
+  if (slices.length === 0) slices.push({ devices: [] });
+  return slices;
+}
+
+function packDevices(devices: Device[]): SliceContent[] {
+  if (devices.length === 0) return [];
+  // The common case, a node's handful of devices, fits one slice whatever they use.
+  if (devices.length <= MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES) return [{ devices }];
+
+  const slices: SliceContent[] = [];
+  let start = 0;
+  let advanced = false;
+  for (let i = 0; i < devices.length; i++) {
+    const device = devices[i];
+    if (device === undefined) continue;
+    const deviceAdvanced = usesAdvancedFeatures(device);
+    const limit =
+      advanced || deviceAdvanced
+        ? MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES
+        : MAX_DEVICES_PER_SLICE;
+    if (i - start + 1 > limit) {
+      slices.push({ devices: devices.slice(start, i) });
+      start = i;
+      advanced = deviceAdvanced;
+    } else {
+      advanced ||= deviceAdvanced;
+    }
+  }
+  slices.push({ devices: start === 0 ? devices : devices.slice(start) });
+  return slices;
+}

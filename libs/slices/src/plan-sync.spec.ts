@@ -1,0 +1,733 @@
+import { isTerminal } from '@slicekeeper/errors';
+import type { Device, Pool } from '@slicekeeper/contracts';
+import { InvalidDriverResourcesError } from './field-error';
+import { isEmptyPlan, planSync } from './plan-sync';
+import type { PlanSyncInput, PoolSummary, SliceDeletionReason, SyncPlan } from './plan-sync';
+import type { StoredResourceSlice } from './resource-slice';
+import { MANAGED_BY_LABEL } from './resource-slice';
+import { FakeResourceSliceApi } from './testing/fake-resource-slice-api';
+import {
+  counterSet,
+  DRIVER,
+  gpu,
+  gpus,
+  NODE,
+  NODE_UID,
+  planInput,
+  pool,
+  taintedGpu,
+} from './testing/fixtures';
+
+/** The slices the API server stores after publishing `pools` from scratch. */
+function published(pools: Pool[], overrides: Partial<PlanSyncInput> = {}): StoredResourceSlice[] {
+  const api = new FakeResourceSliceApi();
+  api.apply(planSync(planInput({ pools, ...overrides })));
+  return api.list();
+}
+
+/** A changed copy of a stored slice. */
+function edited(
+  slice: StoredResourceSlice | undefined,
+  change: (copy: StoredResourceSlice) => void,
+): StoredResourceSlice {
+  if (slice === undefined) throw new Error('no such slice in the fixture');
+  const copy = structuredClone(slice);
+  change(copy);
+  return copy;
+}
+
+function summary(overrides: Partial<PoolSummary> = {}): PoolSummary {
+  return { name: NODE, generation: 1, resourceSliceCount: 1, deviceCount: 8, ...overrides };
+}
+
+const eightGpus = published([pool()]);
+const twoSlices = published([pool({ devices: gpus(256) })]);
+const fullSlice = published([pool({ devices: gpus(128) })]);
+const withTaint = published([
+  pool({
+    devices: [
+      gpu(0, {
+        taints: [
+          { key: 'example.com/ecc', effect: 'NoSchedule', timeAdded: '2025-01-01T00:00:00Z' },
+        ],
+      }),
+    ],
+  }),
+]);
+
+interface PlanCase {
+  name: string;
+  input: PlanSyncInput;
+  /** Reasons of the expected deletes, in order. */
+  deletes?: SliceDeletionReason[];
+  updates?: number;
+  creates?: number;
+  pools?: PoolSummary[];
+  /** Further checks of this case's plan. */
+  then?: (plan: SyncPlan, input: PlanSyncInput) => void;
+}
+
+const cases: PlanCase[] = [
+  {
+    name: 'create-slice',
+    input: planInput(),
+    creates: 1,
+    pools: [summary()],
+    then: (plan) => {
+      expect(plan.creates[0]).toEqual({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: {
+          generateName: '00000-gpu.example.com-node-1-',
+          labels: { [MANAGED_BY_LABEL]: 'slicekeeper' },
+          ownerReferences: [
+            { apiVersion: 'v1', kind: 'Node', name: NODE, uid: NODE_UID, controller: true },
+          ],
+        },
+        spec: {
+          driver: DRIVER,
+          pool: { name: NODE, generation: 1, resourceSliceCount: 1 },
+          nodeName: NODE,
+          devices: gpus(8),
+        },
+      });
+    },
+  },
+  {
+    name: 'keep-unchanged',
+    input: planInput({ existing: eightGpus }),
+    pools: [summary()],
+  },
+  {
+    name: 'ignore-map-order',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          for (const device of slice.spec.devices ?? []) {
+            device.attributes = Object.fromEntries(
+              Object.entries(device.attributes ?? {}).reverse(),
+            );
+            device.capacity = Object.fromEntries(Object.entries(device.capacity ?? {}).reverse());
+          }
+        }),
+      ],
+    }),
+    pools: [summary()],
+  },
+  {
+    name: 'compare-quantities-by-value',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          for (const device of slice.spec.devices ?? []) {
+            device.capacity = {
+              memory: { value: '81920Mi' },
+              multiprocessors: { value: '132000m' },
+            };
+          }
+        }),
+      ],
+    }),
+    pools: [summary()],
+  },
+  {
+    name: 'update-when-quantity-differs',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          const first = slice.spec.devices?.[0];
+          if (first)
+            first.capacity = { memory: { value: '80G' }, multiprocessors: { value: '132' } };
+        }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary()],
+  },
+  {
+    name: 'taint-time-within-one-second',
+    input: planInput({
+      existing: withTaint,
+      pools: [
+        pool({
+          devices: [
+            gpu(0, {
+              taints: [
+                {
+                  key: 'example.com/ecc',
+                  effect: 'NoSchedule',
+                  timeAdded: '2025-01-01T00:00:00.900Z',
+                },
+              ],
+            }),
+          ],
+        }),
+      ],
+    }),
+    pools: [summary({ deviceCount: 1 })],
+  },
+  {
+    name: 'update-when-taint-time-differs-by-more-than-one-second',
+    input: planInput({
+      existing: withTaint,
+      pools: [
+        pool({
+          devices: [
+            gpu(0, {
+              taints: [
+                { key: 'example.com/ecc', effect: 'NoSchedule', timeAdded: '2025-01-01T00:00:02Z' },
+              ],
+            }),
+          ],
+        }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+  },
+  {
+    name: 'unset-taint-time-matches-stored-time',
+    input: planInput({
+      existing: withTaint,
+      pools: [
+        pool({ devices: [gpu(0, { taints: [{ key: 'example.com/ecc', effect: 'NoSchedule' }] })] }),
+      ],
+    }),
+    pools: [summary({ deviceCount: 1 })],
+  },
+  {
+    name: 'update-keeps-taint-time-added',
+    input: planInput({
+      existing: withTaint,
+      pools: [
+        pool({
+          devices: [
+            gpu(0, {
+              taints: [
+                { key: 'example.com/ecc', effect: 'NoSchedule' },
+                { key: 'example.com/hot', effect: 'None' },
+              ],
+            }),
+          ],
+        }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.devices?.[0]?.taints).toEqual([
+        { key: 'example.com/ecc', effect: 'NoSchedule', timeAdded: '2025-01-01T00:00:00Z' },
+        { key: 'example.com/hot', effect: 'None' },
+      ]);
+    },
+  },
+  {
+    // Upstream PR #131581: adding a device to a one-slice pool must not recreate the slice.
+    name: 'update-when-device-added',
+    input: planInput({ existing: eightGpus, pools: [pool({ devices: gpus(9) })] }),
+    updates: 1,
+    pools: [summary({ deviceCount: 9 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.metadata.name).toBe(eightGpus[0]?.metadata.name);
+      expect(plan.updates[0]?.spec.devices).toEqual(gpus(9));
+    },
+  },
+  {
+    name: 'update-when-attribute-changed',
+    input: planInput({
+      existing: eightGpus,
+      pools: [pool({ devices: [...gpus(7), gpu(7, { attributes: { index: { int: 7 } } })] })],
+    }),
+    updates: 1,
+    pools: [summary()],
+  },
+  {
+    name: 'update-when-devices-reordered',
+    input: planInput({ existing: eightGpus, pools: [pool({ devices: gpus(8).reverse() })] }),
+    updates: 1,
+    pools: [summary()],
+  },
+  {
+    name: 'update-keeps-metadata',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          slice.metadata.annotations = { 'example.com/note': 'kept' };
+        }),
+      ],
+      pools: [pool({ devices: gpus(9) })],
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 9 })],
+    then: (plan, input) => {
+      const stored = input.existing[0];
+      expect(plan.updates[0]?.metadata).toEqual(stored?.metadata);
+    },
+  },
+  {
+    name: 'clear-fields-slicekeeper-does-not-write',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          Object.assign(slice.spec.devices?.[0] ?? {}, {
+            bindingConditions: ['example.com/ready'],
+          });
+        }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary()],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.devices?.[0]).toEqual(gpu(0));
+    },
+  },
+  {
+    name: 'keep-generation-when-one-of-two-slices-changes',
+    input: planInput({
+      existing: twoSlices,
+      pools: [
+        pool({ devices: [...gpus(255), gpu(255, { capacity: { memory: { value: '40Gi' } } })] }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 256 })],
+  },
+  {
+    name: 'bump-generation-when-two-slices-change',
+    input: planInput({
+      existing: twoSlices,
+      pools: [
+        pool({
+          devices: gpus(256).map((device, i) =>
+            i === 0 || i === 255 ? { ...device, capacity: { memory: { value: '40Gi' } } } : device,
+          ),
+        }),
+      ],
+    }),
+    updates: 2,
+    pools: [summary({ generation: 2, resourceSliceCount: 2, deviceCount: 256 })],
+  },
+  {
+    name: 'bump-generation-when-slice-added',
+    input: planInput({ existing: fullSlice, pools: [pool({ devices: gpus(129) })] }),
+    updates: 1,
+    creates: 1,
+    pools: [summary({ generation: 2, resourceSliceCount: 2, deviceCount: 129 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.pool).toEqual({
+        name: NODE,
+        generation: 2,
+        resourceSliceCount: 2,
+      });
+      expect(plan.creates[0]?.metadata.generateName).toBe('00001-gpu.example.com-node-1-');
+      expect(plan.creates[0]?.spec.devices).toEqual([gpu(128)]);
+    },
+  },
+  {
+    name: 'bump-generation-rewrites-unchanged-slices',
+    input: planInput({
+      existing: twoSlices,
+      pools: [pool({ devices: gpus(257) })],
+    }),
+    updates: 2,
+    creates: 1,
+    pools: [summary({ generation: 2, resourceSliceCount: 3, deviceCount: 257 })],
+  },
+  {
+    name: 'driver-generation-wins',
+    input: planInput({ existing: eightGpus, pools: [pool({ generation: 7 })] }),
+    updates: 1,
+    pools: [summary({ generation: 7 })],
+  },
+  {
+    name: 'ignore-lower-driver-generation',
+    input: planInput({
+      existing: [edited(eightGpus[0], (slice) => (slice.spec.pool.generation = 3))],
+      pools: [pool({ generation: 2 })],
+    }),
+    pools: [summary({ generation: 3 })],
+  },
+  {
+    name: 'delete-outdated-generation',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => (slice.spec.pool.generation = 2)),
+        edited(eightGpus[0], (slice) => {
+          slice.metadata.name = '00000-gpu.example.com-node-1-older';
+          slice.metadata.uid = 'uid-older';
+        }),
+      ],
+    }),
+    deletes: ['outdated-generation'],
+    pools: [summary({ generation: 2 })],
+  },
+  {
+    name: 'delete-unmatched-name',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => (slice.metadata.name = 'node-1-gpu.example.com-x7k2p')),
+      ],
+    }),
+    deletes: ['unmatched-name'],
+    creates: 1,
+    pools: [summary({ generation: 2 })],
+  },
+  {
+    name: 'delete-index-out-of-range',
+    input: planInput({ existing: published([pool({ devices: gpus(129) })]) }),
+    deletes: ['index-out-of-range'],
+    updates: 1,
+    pools: [summary()],
+  },
+  {
+    name: 'delete-duplicate-index',
+    input: planInput({
+      existing: [
+        ...eightGpus,
+        edited(eightGpus[0], (slice) => {
+          slice.metadata.name = '00000-gpu.example.com-node-1-zzzzz';
+          slice.metadata.uid = 'uid-duplicate';
+        }),
+      ],
+    }),
+    deletes: ['duplicate-index'],
+    pools: [summary()],
+  },
+  {
+    name: 'ignore-a-slice-listed-twice',
+    input: planInput({
+      existing: [...eightGpus, ...eightGpus],
+      pools: [pool({ devices: gpus(9) })],
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 9 })],
+  },
+  {
+    name: 'delete-with-preconditions',
+    input: planInput({ existing: eightGpus, pools: [] }),
+    deletes: ['pool-removed'],
+    pools: [],
+    then: (plan) => {
+      expect(plan.deletes).toEqual([
+        {
+          name: eightGpus[0]?.metadata.name,
+          uid: eightGpus[0]?.metadata.uid,
+          resourceVersion: eightGpus[0]?.metadata.resourceVersion,
+          pool: NODE,
+          reason: 'pool-removed',
+        },
+      ]);
+    },
+  },
+  {
+    name: 'delete-removed-pool',
+    input: planInput({
+      existing: published([pool(), pool({ name: 'spare', devices: gpus(2, 8) })]),
+      pools: [pool()],
+    }),
+    deletes: ['pool-removed'],
+    pools: [summary()],
+    then: (plan) => {
+      expect(plan.deletes[0]?.pool).toBe('spare');
+    },
+  },
+  {
+    name: 'delete-everything-without-desired-state',
+    input: planInput({
+      existing: published([pool({ devices: gpus(200) }), pool({ name: 'spare' })]),
+      pools: [],
+    }),
+    deletes: ['pool-removed', 'pool-removed', 'pool-removed'],
+    pools: [],
+  },
+  {
+    name: 'leave-unmanaged-slices',
+    input: planInput({
+      existing: [
+        edited(eightGpus[0], (slice) => {
+          slice.metadata.labels = {};
+          slice.spec.pool.generation = 9;
+        }),
+      ],
+    }),
+    creates: 1,
+    pools: [summary()],
+  },
+  {
+    name: 'leave-slices-of-other-keys',
+    input: planInput({
+      existing: [
+        ...published([pool()], { driver: 'nic.example.com' }),
+        ...published([pool({ name: 'node-2' })], { node: 'node-2' }),
+      ],
+      pools: [],
+    }),
+    pools: [],
+  },
+  {
+    name: 'publish-empty-pool',
+    input: planInput({ pools: [pool({ devices: [] })] }),
+    creates: 1,
+    pools: [summary({ deviceCount: 0 })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec).toEqual({
+        driver: DRIVER,
+        pool: { name: NODE, generation: 1, resourceSliceCount: 1 },
+        nodeName: NODE,
+      });
+    },
+  },
+  {
+    name: 'split-at-128-devices',
+    input: planInput({ pools: [pool({ devices: gpus(300) })] }),
+    creates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 300 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([128, 128, 44]);
+      expect(plan.creates.map((slice) => slice.metadata.generateName?.slice(0, 6))).toEqual([
+        '00000-',
+        '00001-',
+        '00002-',
+      ]);
+      expect(plan.creates.flatMap((slice) => slice.spec.devices)).toEqual(gpus(300));
+    },
+  },
+  {
+    name: 'split-at-64-devices-with-taints',
+    input: planInput({
+      pools: [pool({ devices: Array.from({ length: 65 }, (_, i) => taintedGpu(i)) })],
+    }),
+    creates: 2,
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 65 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([64, 1]);
+    },
+  },
+  {
+    name: 'split-at-64-devices-with-counters',
+    input: planInput({
+      pools: [
+        pool({
+          devices: gpus(70).map((device) => ({
+            ...device,
+            consumesCounters: [
+              { counterSet: 'gpu-memory', counters: { memory: { value: '1Gi' } } },
+            ],
+          })),
+          sharedCounters: [counterSet('gpu-memory', '100Gi')],
+        }),
+      ],
+    }),
+    creates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 70 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([64, 6, undefined]);
+      expect(plan.creates[2]?.spec.sharedCounters).toEqual([counterSet('gpu-memory', '100Gi')]);
+    },
+  },
+  {
+    name: 'start-new-slice-at-first-advanced-device',
+    input: planInput({
+      pools: [pool({ devices: [...gpus(100), taintedGpu(100), ...gpus(3, 101)] })],
+    }),
+    creates: 2,
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 104 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([100, 4]);
+    },
+  },
+  {
+    name: 'keep-explicit-slices-as-given',
+    input: planInput({
+      pools: [
+        pool({
+          devices: [],
+          slices: [
+            { devices: gpus(2) },
+            { devices: gpus(3, 2) },
+            { devices: [], sharedCounters: [counterSet('a')] },
+          ],
+        }),
+      ],
+    }),
+    creates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 5 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices)).toEqual([
+        gpus(2),
+        gpus(3, 2),
+        undefined,
+      ]);
+    },
+  },
+  {
+    name: 'publish-all-nodes-pool-without-owner',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [pool({ name: 'fabric', scope: { kind: 'all-nodes' } })],
+    }),
+    creates: 1,
+    pools: [summary({ name: 'fabric' })],
+    then: (plan) => {
+      expect(plan.creates[0]?.metadata).toEqual({
+        generateName: '00000-gpu.example.com-',
+        labels: { [MANAGED_BY_LABEL]: 'slicekeeper' },
+      });
+      expect(plan.creates[0]?.spec.allNodes).toBe(true);
+      expect(plan.creates[0]?.spec.nodeName).toBeUndefined();
+    },
+  },
+  {
+    name: 'publish-node-selector-pool',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [
+        pool({
+          name: 'rack-7',
+          scope: {
+            kind: 'node-selector',
+            nodeSelector: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'example.com/rack', operator: 'In', values: ['7'] }] },
+              ],
+            },
+          },
+        }),
+      ],
+    }),
+    creates: 1,
+    pools: [summary({ name: 'rack-7' })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec.nodeSelector?.nodeSelectorTerms).toHaveLength(1);
+      expect(plan.creates[0]?.metadata.ownerReferences).toBeUndefined();
+    },
+  },
+  {
+    name: 'update-when-node-selector-changes',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      existing: published([pool({ name: 'fabric', scope: { kind: 'all-nodes' } })], {
+        node: '',
+        nodeUid: '',
+      }),
+      pools: [
+        pool({
+          name: 'fabric',
+          scope: {
+            kind: 'node-selector',
+            nodeSelector: {
+              nodeSelectorTerms: [
+                { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['a'] }] },
+              ],
+            },
+          },
+        }),
+      ],
+    }),
+    updates: 1,
+    pools: [summary({ name: 'fabric' })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.allNodes).toBeUndefined();
+    },
+  },
+  {
+    name: 'replace-slices-of-an-earlier-node',
+    input: planInput({ existing: eightGpus, nodeUid: 'a2f4c6e8-0000-4000-8000-000000000002' }),
+    deletes: ['stale-owner'],
+    creates: 1,
+    pools: [summary({ generation: 2 })],
+  },
+  {
+    name: 'repair-missing-owner-reference',
+    input: planInput({
+      existing: [edited(eightGpus[0], (slice) => delete slice.metadata.ownerReferences)],
+    }),
+    updates: 1,
+    pools: [summary()],
+    then: (plan) => {
+      expect(plan.updates[0]?.metadata.ownerReferences).toEqual([
+        { apiVersion: 'v1', kind: 'Node', name: NODE, uid: NODE_UID, controller: true },
+      ]);
+    },
+  },
+];
+
+describe('planSync', () => {
+  it.each(cases)('$name', ({ input, deletes = [], updates = 0, creates = 0, pools, then }) => {
+    const plan = planSync(input);
+
+    expect(plan.deletes.map((deletion) => deletion.reason)).toEqual(deletes);
+    expect(plan.updates).toHaveLength(updates);
+    expect(plan.creates).toHaveLength(creates);
+    if (pools !== undefined) expect(plan.pools).toEqual(pools);
+    then?.(plan, input);
+
+    // Whatever the case, the API server accepts the plan and the next sync has nothing to do.
+    const api = new FakeResourceSliceApi({ initial: input.existing });
+    api.apply(plan);
+    expect(isEmptyPlan(planSync({ ...input, existing: api.list() }))).toBe(true);
+  });
+
+  interface RejectionCase {
+    name: string;
+    input: PlanSyncInput;
+    message: string;
+  }
+
+  const rejections: RejectionCase[] = [
+    {
+      name: 'reject-invalid-device-name',
+      input: planInput({ pools: [pool({ devices: [gpu(0, { name: 'GPU_0' })] })] }),
+      message:
+        "invalid driver resources: pools[0].devices[0].name: Invalid value: \"GPU_0\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    },
+    {
+      name: 'reject-node-local-pool-on-cluster-key',
+      input: planInput({ node: '', nodeUid: '' }),
+      message:
+        'invalid driver resources: pools[0].scope.kind: Invalid value: "node": a node-local pool needs a node, and this key is cluster-scoped (empty node name)',
+    },
+    {
+      name: 'reject-cluster-pool-on-node-key',
+      input: planInput({ pools: [pool({ scope: { kind: 'all-nodes' } })] }),
+      message:
+        'invalid driver resources: pools[0].scope.kind: Invalid value: "all-nodes": a cluster-scoped pool belongs to the cluster-scoped key (empty node name), not to node "node-1"',
+    },
+    {
+      name: 'reject-missing-node-uid',
+      input: planInput({ nodeUid: '' }),
+      message:
+        "invalid driver resources: nodeUid: Required value: the Node's UID is needed for the owner reference of node-local slices",
+    },
+    {
+      name: 'reject-explicit-slice-over-limit',
+      input: planInput({ pools: [pool({ devices: [], slices: [{ devices: gpus(129) }] })] }),
+      message:
+        'invalid driver resources: pools[0].slices[0].devices: Too many: 129: must have at most 128 items',
+    },
+  ];
+
+  it.each(rejections)('$name', ({ input, message }) => {
+    let thrown: unknown;
+    try {
+      planSync({ ...input, existing: eightGpus });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidDriverResourcesError);
+    expect(isTerminal(thrown)).toBe(true);
+    expect((thrown as InvalidDriverResourcesError).code).toBe('invalid');
+    expect((thrown as InvalidDriverResourcesError).message).toBe(message);
+  });
+
+  it('withdraws no device of a key whose new data is invalid', () => {
+    // Invalid data is reported, not half-applied: the last valid state stays published.
+    const invalidDevice: Device = gpu(0, { name: '' });
+    expect(() =>
+      planSync(planInput({ existing: eightGpus, pools: [pool({ devices: [invalidDevice] })] })),
+    ).toThrow(InvalidDriverResourcesError);
+  });
+});
