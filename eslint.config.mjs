@@ -75,8 +75,8 @@ export default [
     },
   },
   {
-    // Tests (and only tests) may use libs/testing.
-    files: ['**/*.spec.ts'],
+    // Tests and benchmarks (and nothing that ships) may use libs/testing.
+    files: ['**/*.spec.ts', '**/bench/**/*.ts'],
     rules: {
       '@nx/enforce-module-boundaries': [
         'error',

@@ -11,4 +11,8 @@ const projects = ['apps', 'libs']
       .filter((config) => existsSync(path.join(__dirname, config))),
   );
 
-module.exports = { projects: projects.map((config) => `<rootDir>/${config}`) };
+module.exports = {
+  projects: projects.map((config) => `<rootDir>/${config}`),
+  // Integration tests start servers and processes; their own bounded waits say what hung.
+  testTimeout: 30_000,
+};

@@ -1,0 +1,40 @@
+import { loadConfig } from './config';
+
+describe('kube emulator config', () => {
+  it('defaults to loopback, port 8001 and a kubeconfig under .kube-emulator', () => {
+    expect(loadConfig({})).toEqual({
+      PORT: 8001,
+      HOST: '127.0.0.1',
+      KUBECONFIG_OUT: '.kube-emulator/kubeconfig',
+      HISTORY_SIZE: 10_000,
+      GC_DELAY: 0,
+      LOG_LEVEL: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    expect(
+      loadConfig({
+        PORT: '0',
+        TOKEN_FILE: '/etc/tokens.csv',
+        KUBECONFIG_OUT: '/tmp/kc',
+        HISTORY_SIZE: '50',
+        GC_DELAY: '2s',
+        LOG_LEVEL: 'debug',
+      }),
+    ).toMatchObject({
+      PORT: 0,
+      TOKEN_FILE: '/etc/tokens.csv',
+      KUBECONFIG_OUT: '/tmp/kc',
+      HISTORY_SIZE: 50,
+      GC_DELAY: 2000,
+      LOG_LEVEL: 'debug',
+    });
+  });
+
+  it('names every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: 'http', HISTORY_SIZE: '0', LOG_LEVEL: 'loud' })).toThrow(
+      /PORT[\s\S]*HISTORY_SIZE[\s\S]*LOG_LEVEL/,
+    );
+  });
+});

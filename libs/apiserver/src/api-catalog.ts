@@ -1,0 +1,320 @@
+import { createHash } from 'node:crypto';
+import type { JsonObject } from './object-schema';
+
+/**
+ * What kube-apiserver 1.34 advertises in discovery: its API groups and the resources of the two
+ * group versions this server implements. Discovery is static data on the real server too; the
+ * documents are built from this table, and storage version hashes are computed as the server
+ * computes them.
+ */
+
+const ALL = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+const STATUS = ['get', 'patch', 'update'];
+
+export interface CatalogResource {
+  readonly name: string;
+  readonly singularName: string;
+  readonly namespaced: boolean;
+  readonly kind: string;
+  readonly verbs: readonly string[];
+  readonly shortNames?: readonly string[];
+  readonly categories?: readonly string[];
+  /** group/version/kind of the storage version; a storageVersionHash is derived from it. */
+  readonly storage?: string;
+  readonly group?: string;
+  readonly version?: string;
+}
+
+function r(
+  name: string,
+  kind: string,
+  namespaced: boolean,
+  verbs: readonly string[],
+  extra: Partial<CatalogResource> = {},
+): CatalogResource {
+  const sub = name.includes('/');
+  return { name, singularName: sub ? '' : singular(name), namespaced, kind, verbs, ...extra };
+}
+
+function singular(name: string): string {
+  if (name === 'endpoints') return 'endpoints';
+  if (name.endsWith('ses')) return name.slice(0, -2);
+  if (name.endsWith('ies')) return `${name.slice(0, -3)}y`;
+  return name.endsWith('s') ? name.slice(0, -1) : name;
+}
+
+const core = (kind: string) => `/v1/${kind}`;
+const dra = (kind: string) => `resource.k8s.io/v1beta2/${kind}`;
+
+export const CORE_V1_RESOURCES: readonly CatalogResource[] = [
+  r('bindings', 'Binding', true, ['create']),
+  r('componentstatuses', 'ComponentStatus', false, ['get', 'list'], { shortNames: ['cs'] }),
+  r('configmaps', 'ConfigMap', true, ALL, { shortNames: ['cm'], storage: core('ConfigMap') }),
+  r('endpoints', 'Endpoints', true, ALL, { shortNames: ['ep'], storage: core('Endpoints') }),
+  r('events', 'Event', true, ALL, { shortNames: ['ev'], storage: core('Event') }),
+  r('limitranges', 'LimitRange', true, ALL, {
+    shortNames: ['limits'],
+    storage: core('LimitRange'),
+  }),
+  r(
+    'namespaces',
+    'Namespace',
+    false,
+    ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+    {
+      shortNames: ['ns'],
+      storage: core('Namespace'),
+    },
+  ),
+  r('namespaces/finalize', 'Namespace', false, ['update']),
+  r('namespaces/status', 'Namespace', false, STATUS),
+  r('nodes', 'Node', false, ALL, { shortNames: ['no'], storage: core('Node') }),
+  r('nodes/proxy', 'NodeProxyOptions', false, ['create', 'delete', 'get', 'patch', 'update']),
+  r('nodes/status', 'Node', false, STATUS),
+  r('persistentvolumeclaims', 'PersistentVolumeClaim', true, ALL, {
+    shortNames: ['pvc'],
+    storage: core('PersistentVolumeClaim'),
+  }),
+  r('persistentvolumeclaims/status', 'PersistentVolumeClaim', true, STATUS),
+  r('persistentvolumes', 'PersistentVolume', false, ALL, {
+    shortNames: ['pv'],
+    storage: core('PersistentVolume'),
+  }),
+  r('persistentvolumes/status', 'PersistentVolume', false, STATUS),
+  r('pods', 'Pod', true, ALL, { shortNames: ['po'], categories: ['all'], storage: core('Pod') }),
+  r('pods/attach', 'PodAttachOptions', true, ['create', 'get']),
+  r('pods/binding', 'Binding', true, ['create']),
+  r('pods/ephemeralcontainers', 'Pod', true, STATUS),
+  r('pods/eviction', 'Eviction', true, ['create'], { group: 'policy', version: 'v1' }),
+  r('pods/exec', 'PodExecOptions', true, ['create', 'get']),
+  r('pods/log', 'Pod', true, ['get']),
+  r('pods/portforward', 'PodPortForwardOptions', true, ['create', 'get']),
+  r('pods/proxy', 'PodProxyOptions', true, ['create', 'delete', 'get', 'patch', 'update']),
+  r('pods/resize', 'Pod', true, STATUS),
+  r('pods/status', 'Pod', true, STATUS),
+  r('podtemplates', 'PodTemplate', true, ALL, { storage: core('PodTemplate') }),
+  r('replicationcontrollers', 'ReplicationController', true, ALL, {
+    shortNames: ['rc'],
+    categories: ['all'],
+    storage: core('ReplicationController'),
+  }),
+  r('replicationcontrollers/scale', 'Scale', true, STATUS, { group: 'autoscaling', version: 'v1' }),
+  r('replicationcontrollers/status', 'ReplicationController', true, STATUS),
+  r('resourcequotas', 'ResourceQuota', true, ALL, {
+    shortNames: ['quota'],
+    storage: core('ResourceQuota'),
+  }),
+  r('resourcequotas/status', 'ResourceQuota', true, STATUS),
+  r('secrets', 'Secret', true, ALL, { storage: core('Secret') }),
+  r('serviceaccounts', 'ServiceAccount', true, ALL, {
+    shortNames: ['sa'],
+    storage: core('ServiceAccount'),
+  }),
+  r('serviceaccounts/token', 'TokenRequest', true, ['create'], {
+    group: 'authentication.k8s.io',
+    version: 'v1',
+  }),
+  r('services', 'Service', true, ALL, {
+    shortNames: ['svc'],
+    categories: ['all'],
+    storage: core('Service'),
+  }),
+  r('services/proxy', 'ServiceProxyOptions', true, ['create', 'delete', 'get', 'patch', 'update']),
+  r('services/status', 'Service', true, STATUS),
+];
+
+export const RESOURCE_V1_RESOURCES: readonly CatalogResource[] = [
+  r('deviceclasses', 'DeviceClass', false, ALL, { storage: dra('DeviceClass') }),
+  r('resourceclaims', 'ResourceClaim', true, ALL, { storage: dra('ResourceClaim') }),
+  r('resourceclaims/status', 'ResourceClaim', true, STATUS),
+  r('resourceclaimtemplates', 'ResourceClaimTemplate', true, ALL, {
+    storage: dra('ResourceClaimTemplate'),
+  }),
+  r('resourceslices', 'ResourceSlice', false, ALL, { storage: dra('ResourceSlice') }),
+];
+
+/** API groups in the order /apis lists them, each with its versions, preferred first. */
+export const API_GROUPS: readonly { name: string; versions: readonly string[] }[] = [
+  { name: 'apiregistration.k8s.io', versions: ['v1'] },
+  { name: 'apps', versions: ['v1'] },
+  { name: 'events.k8s.io', versions: ['v1'] },
+  { name: 'authentication.k8s.io', versions: ['v1'] },
+  { name: 'authorization.k8s.io', versions: ['v1'] },
+  { name: 'autoscaling', versions: ['v2', 'v1'] },
+  { name: 'batch', versions: ['v1'] },
+  { name: 'certificates.k8s.io', versions: ['v1'] },
+  { name: 'networking.k8s.io', versions: ['v1'] },
+  { name: 'policy', versions: ['v1'] },
+  { name: 'rbac.authorization.k8s.io', versions: ['v1'] },
+  { name: 'storage.k8s.io', versions: ['v1'] },
+  { name: 'admissionregistration.k8s.io', versions: ['v1'] },
+  { name: 'apiextensions.k8s.io', versions: ['v1'] },
+  { name: 'scheduling.k8s.io', versions: ['v1'] },
+  { name: 'coordination.k8s.io', versions: ['v1'] },
+  { name: 'node.k8s.io', versions: ['v1'] },
+  { name: 'discovery.k8s.io', versions: ['v1'] },
+  { name: 'resource.k8s.io', versions: ['v1', 'v1beta2', 'v1beta1'] },
+  { name: 'flowcontrol.apiserver.k8s.io', versions: ['v1'] },
+];
+
+/** The group versions whose resources this server knows (and serves in part). */
+export const SERVED_GROUP_VERSIONS: ReadonlyMap<string, readonly CatalogResource[]> = new Map([
+  ['v1', CORE_V1_RESOURCES],
+  ['resource.k8s.io/v1', RESOURCE_V1_RESOURCES],
+  // The beta versions kube-apiserver 1.34 also serves have the same resources.
+  ['resource.k8s.io/v1beta2', RESOURCE_V1_RESOURCES],
+  ['resource.k8s.io/v1beta1', RESOURCE_V1_RESOURCES],
+]);
+
+/** apiserver's `StorageVersionHash`: the first 8 bytes of sha256("group/version/kind"), base64. */
+export function storageVersionHash(groupVersionKind: string): string {
+  return createHash('sha256').update(groupVersionKind).digest().subarray(0, 8).toString('base64');
+}
+
+export const KUBE_VERSION = {
+  major: '1',
+  minor: '34',
+  gitVersion: 'v1.34.0-kube-emulator',
+} as const;
+
+export function versionInfo(): JsonObject {
+  return {
+    major: KUBE_VERSION.major,
+    minor: KUBE_VERSION.minor,
+    emulationMajor: KUBE_VERSION.major,
+    emulationMinor: KUBE_VERSION.minor,
+    minCompatibilityMajor: '1',
+    minCompatibilityMinor: '33',
+    gitVersion: KUBE_VERSION.gitVersion,
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '1970-01-01T00:00:00Z',
+    goVersion: `node${process.versions.node}`,
+    compiler: 'gc',
+    platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+  };
+}
+
+function resourceEntry(resource: CatalogResource): JsonObject {
+  const out: JsonObject = {
+    name: resource.name,
+    singularName: resource.singularName,
+    namespaced: resource.namespaced,
+  };
+  if (resource.group !== undefined) out.group = resource.group;
+  if (resource.version !== undefined) out.version = resource.version;
+  out.kind = resource.kind;
+  out.verbs = [...resource.verbs];
+  if (resource.shortNames !== undefined) out.shortNames = [...resource.shortNames];
+  if (resource.categories !== undefined) out.categories = [...resource.categories];
+  if (resource.storage !== undefined) out.storageVersionHash = storageVersionHash(resource.storage);
+  return out;
+}
+
+/** GET /api/v1 or /apis/<group>/<version>: an APIResourceList. */
+export function apiResourceList(groupVersion: string): JsonObject | undefined {
+  const resources = SERVED_GROUP_VERSIONS.get(groupVersion);
+  if (resources === undefined) return undefined;
+  const list: JsonObject = { kind: 'APIResourceList' };
+  if (groupVersion !== 'v1') list.apiVersion = 'v1';
+  list.groupVersion = groupVersion;
+  list.resources = resources.map(resourceEntry);
+  return list;
+}
+
+/** GET /api: the legacy APIVersions. */
+export function apiVersions(serverAddress: string): JsonObject {
+  return {
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  };
+}
+
+function groupEntry(
+  group: { name: string; versions: readonly string[] },
+  withKind: boolean,
+): JsonObject {
+  const versions = group.versions.map((v) => ({ groupVersion: `${group.name}/${v}`, version: v }));
+  const out: JsonObject = withKind ? { kind: 'APIGroup', apiVersion: 'v1' } : {};
+  out.name = group.name;
+  out.versions = versions;
+  out.preferredVersion = versions[0] ?? null;
+  return out;
+}
+
+/** GET /apis: the APIGroupList. */
+export function apiGroupList(): JsonObject {
+  return {
+    kind: 'APIGroupList',
+    apiVersion: 'v1',
+    groups: API_GROUPS.map((g) => groupEntry(g, false)),
+  };
+}
+
+/** GET /apis/<group>: the APIGroup. */
+export function apiGroup(name: string): JsonObject | undefined {
+  const group = API_GROUPS.find((g) => g.name === name);
+  return group === undefined ? undefined : groupEntry(group, true);
+}
+
+/**
+ * The aggregated discovery document (apidiscovery.k8s.io/v2) for /api or /apis, listing the group
+ * versions whose resources this server knows. Clients such as kubectl read it in one request
+ * instead of walking every group version.
+ */
+export function aggregatedDiscovery(legacy: boolean): JsonObject {
+  const items: JsonObject[] = [];
+  const groups = legacy ? [{ name: '', versions: ['v1'] }] : API_GROUPS;
+  for (const group of groups) {
+    const versions: JsonObject[] = [];
+    for (const version of group.versions) {
+      const gv = group.name === '' ? version : `${group.name}/${version}`;
+      const resources = SERVED_GROUP_VERSIONS.get(gv);
+      if (resources === undefined) continue;
+      const top = resources.filter((res) => !res.name.includes('/'));
+      versions.push({
+        version,
+        resources: top.map((res) => {
+          const subresources = resources
+            .filter((s) => s.name.startsWith(`${res.name}/`))
+            .map((s) => ({
+              subresource: s.name.slice(res.name.length + 1),
+              responseKind: {
+                group: s.group ?? group.name,
+                version: s.version ?? version,
+                kind: s.kind,
+              },
+              verbs: [...s.verbs],
+            }));
+          const entry: JsonObject = {
+            resource: res.name,
+            responseKind: { group: group.name, version, kind: res.kind },
+            scope: res.namespaced ? 'Namespaced' : 'Cluster',
+            singularResource: res.singularName,
+            verbs: [...res.verbs],
+          };
+          if (res.shortNames !== undefined) entry.shortNames = [...res.shortNames];
+          if (res.categories !== undefined) entry.categories = [...res.categories];
+          if (subresources.length > 0) entry.subresources = subresources;
+          return entry;
+        }),
+        freshness: 'Current',
+      });
+    }
+    if (versions.length === 0) continue;
+    items.push({
+      metadata:
+        group.name === ''
+          ? { creationTimestamp: null }
+          : { name: group.name, creationTimestamp: null },
+      versions,
+    });
+  }
+  return {
+    kind: 'APIGroupDiscoveryList',
+    apiVersion: 'apidiscovery.k8s.io/v2',
+    metadata: {},
+    items,
+  };
+}

@@ -1,0 +1,326 @@
+import {
+  BOOL,
+  INT32,
+  INT64,
+  QUANTITY,
+  RAW,
+  STRING,
+  TIME,
+  atomicList,
+  isJsonObject,
+  mapList,
+  mapOf,
+  setList,
+  struct,
+} from './object-schema';
+import type { JsonObject, JsonValue, StructSchema } from './object-schema';
+
+/**
+ * The Go types of the objects this server stores (k8s.io/api v1.34), in struct field order.
+ * Field order, omitempty and pointer-ness decide the exact JSON the server returns.
+ */
+
+export const ownerReferenceSchema = struct(
+  'OwnerReference',
+  [
+    ['apiVersion', STRING],
+    ['kind', STRING],
+    ['name', STRING],
+    ['uid', STRING],
+    ['controller', BOOL, 'omitempty,ptr'],
+    ['blockOwnerDeletion', BOOL, 'omitempty,ptr'],
+  ],
+  true,
+);
+
+export const managedFieldsEntrySchema = struct('ManagedFieldsEntry', [
+  ['manager', STRING, 'omitempty'],
+  ['operation', STRING, 'omitempty'],
+  ['apiVersion', STRING, 'omitempty'],
+  ['time', TIME, 'omitempty,ptr'],
+  ['fieldsType', STRING, 'omitempty'],
+  ['fieldsV1', RAW, 'omitempty,ptr'],
+  ['subresource', STRING, 'omitempty'],
+]);
+
+export const objectMetaSchema = struct('ObjectMeta', [
+  ['name', STRING, 'omitempty'],
+  ['generateName', STRING, 'omitempty'],
+  ['namespace', STRING, 'omitempty'],
+  ['selfLink', STRING, 'omitempty'],
+  ['uid', STRING, 'omitempty'],
+  ['resourceVersion', STRING, 'omitempty'],
+  ['generation', INT64, 'omitempty'],
+  ['creationTimestamp', TIME, 'omitempty,ptr'],
+  ['deletionTimestamp', TIME, 'omitempty,ptr'],
+  ['deletionGracePeriodSeconds', INT64, 'omitempty,ptr'],
+  ['labels', mapOf(STRING), 'omitempty'],
+  ['annotations', mapOf(STRING), 'omitempty'],
+  ['ownerReferences', mapList(ownerReferenceSchema, ['uid']), 'omitempty'],
+  ['finalizers', setList(STRING), 'omitempty'],
+  ['managedFields', atomicList(managedFieldsEntrySchema), 'omitempty'],
+]);
+
+const nodeSelectorRequirement = struct('NodeSelectorRequirement', [
+  ['key', STRING],
+  ['operator', STRING],
+  ['values', atomicList(STRING), 'omitempty'],
+]);
+
+const nodeSelectorTerm = struct(
+  'NodeSelectorTerm',
+  [
+    ['matchExpressions', atomicList(nodeSelectorRequirement), 'omitempty'],
+    ['matchFields', atomicList(nodeSelectorRequirement), 'omitempty'],
+  ],
+  true,
+);
+
+const nodeSelector = struct(
+  'NodeSelector',
+  [['nodeSelectorTerms', atomicList(nodeSelectorTerm)]],
+  true,
+);
+
+const taint = struct('Taint', [
+  ['key', STRING],
+  ['value', STRING, 'omitempty'],
+  ['effect', STRING],
+  ['timeAdded', TIME, 'omitempty,ptr'],
+]);
+
+const nodeSpec = struct('NodeSpec', [
+  ['podCIDR', STRING, 'omitempty'],
+  ['podCIDRs', setList(STRING), 'omitempty'],
+  ['providerID', STRING, 'omitempty'],
+  ['unschedulable', BOOL, 'omitempty'],
+  ['taints', atomicList(taint), 'omitempty'],
+  ['configSource', RAW, 'omitempty,ptr'],
+  ['externalID', STRING, 'omitempty'],
+]);
+
+const nodeCondition = struct('NodeCondition', [
+  ['type', STRING],
+  ['status', STRING],
+  ['lastHeartbeatTime', TIME, 'omitempty,ptr'],
+  ['lastTransitionTime', TIME, 'omitempty,ptr'],
+  ['reason', STRING, 'omitempty'],
+  ['message', STRING, 'omitempty'],
+]);
+
+const nodeAddress = struct('NodeAddress', [
+  ['type', STRING],
+  ['address', STRING],
+]);
+
+const nodeStatus = struct('NodeStatus', [
+  ['capacity', mapOf(QUANTITY), 'omitempty'],
+  ['allocatable', mapOf(QUANTITY), 'omitempty'],
+  ['phase', STRING, 'omitempty'],
+  ['conditions', mapList(nodeCondition, ['type']), 'omitempty'],
+  ['addresses', mapList(nodeAddress, ['type']), 'omitempty'],
+  [
+    'daemonEndpoints',
+    struct('NodeDaemonEndpoints', [
+      ['kubeletEndpoint', struct('DaemonEndpoint', [['Port', INT32]]), 'omitempty'],
+    ]),
+    'omitempty',
+  ],
+  [
+    'nodeInfo',
+    struct('NodeSystemInfo', [
+      ['machineID', STRING],
+      ['systemUUID', STRING],
+      ['bootID', STRING],
+      ['kernelVersion', STRING],
+      ['osImage', STRING],
+      ['containerRuntimeVersion', STRING],
+      ['kubeletVersion', STRING],
+      ['kubeProxyVersion', STRING],
+      ['operatingSystem', STRING],
+      ['architecture', STRING],
+      ['swap', RAW, 'omitempty,ptr'],
+    ]),
+    'omitempty',
+  ],
+  [
+    'images',
+    atomicList(
+      struct('ContainerImage', [
+        ['names', atomicList(STRING)],
+        ['sizeBytes', INT64, 'omitempty'],
+      ]),
+    ),
+    'omitempty',
+  ],
+  ['volumesInUse', atomicList(STRING), 'omitempty'],
+  [
+    'volumesAttached',
+    atomicList(
+      struct('AttachedVolume', [
+        ['name', STRING],
+        ['devicePath', STRING],
+      ]),
+    ),
+    'omitempty',
+  ],
+  ['config', RAW, 'omitempty,ptr'],
+  ['runtimeHandlers', atomicList(RAW), 'omitempty'],
+  ['features', RAW, 'omitempty,ptr'],
+]);
+
+export const nodeSchema = struct('Node', [
+  ['metadata', objectMetaSchema, 'omitempty'],
+  ['spec', nodeSpec, 'omitempty'],
+  ['status', nodeStatus, 'omitempty'],
+]);
+
+const deviceAttribute = struct('DeviceAttribute', [
+  ['int', INT64, 'omitempty,ptr'],
+  ['bool', BOOL, 'omitempty,ptr'],
+  ['string', STRING, 'omitempty,ptr'],
+  ['version', STRING, 'omitempty,ptr'],
+]);
+
+const capacityRequestPolicy = struct('CapacityRequestPolicy', [
+  ['default', QUANTITY, 'omitempty,ptr'],
+  ['validValues', atomicList(QUANTITY), 'omitempty'],
+  [
+    'validRange',
+    struct('CapacityRequestPolicyRange', [
+      ['min', QUANTITY, 'omitempty,ptr'],
+      ['max', QUANTITY, 'omitempty,ptr'],
+      ['step', QUANTITY, 'omitempty,ptr'],
+    ]),
+    'omitempty,ptr',
+  ],
+]);
+
+const deviceCapacity = struct('DeviceCapacity', [
+  ['value', QUANTITY],
+  ['requestPolicy', capacityRequestPolicy, 'omitempty,ptr'],
+]);
+
+const counter = struct('Counter', [['value', QUANTITY]]);
+
+const deviceTaint = struct('DeviceTaint', [
+  ['key', STRING],
+  ['value', STRING, 'omitempty'],
+  ['effect', STRING],
+  ['timeAdded', TIME, 'omitempty,ptr'],
+]);
+
+const device = struct('Device', [
+  ['name', STRING],
+  ['attributes', mapOf(deviceAttribute), 'omitempty'],
+  ['capacity', mapOf(deviceCapacity), 'omitempty'],
+  [
+    'consumesCounters',
+    atomicList(
+      struct('DeviceCounterConsumption', [
+        ['counterSet', STRING],
+        ['counters', mapOf(counter)],
+      ]),
+    ),
+    'omitempty',
+  ],
+  ['nodeName', STRING, 'omitempty,ptr'],
+  ['nodeSelector', nodeSelector, 'omitempty,ptr'],
+  ['allNodes', BOOL, 'omitempty,ptr'],
+  ['taints', atomicList(deviceTaint), 'omitempty'],
+  ['bindsToNode', BOOL, 'omitempty,ptr'],
+  ['bindingConditions', atomicList(STRING), 'omitempty'],
+  ['bindingFailureConditions', atomicList(STRING), 'omitempty'],
+  ['allowMultipleAllocations', BOOL, 'omitempty,ptr'],
+]);
+
+const resourceSliceSpec = struct('ResourceSliceSpec', [
+  ['driver', STRING],
+  [
+    'pool',
+    struct('ResourcePool', [
+      ['name', STRING],
+      ['generation', INT64],
+      ['resourceSliceCount', INT64],
+    ]),
+  ],
+  ['nodeName', STRING, 'omitempty,ptr'],
+  ['nodeSelector', nodeSelector, 'omitempty,ptr'],
+  ['allNodes', BOOL, 'omitempty,ptr'],
+  ['devices', atomicList(device)],
+  ['perDeviceNodeSelection', BOOL, 'omitempty,ptr'],
+  [
+    'sharedCounters',
+    atomicList(
+      struct('CounterSet', [
+        ['name', STRING],
+        ['counters', mapOf(counter)],
+      ]),
+    ),
+    'omitempty',
+  ],
+]);
+
+export const resourceSliceSchema = struct('ResourceSlice', [
+  ['metadata', objectMetaSchema, 'omitempty'],
+  ['spec', resourceSliceSpec],
+]);
+
+/** Typed, narrowing accessors for decoded objects. */
+export function objAt(value: JsonObject, key: string): JsonObject | undefined {
+  const v = value[key];
+  return isJsonObject(v) ? v : undefined;
+}
+
+export function strAt(value: JsonObject | undefined, key: string): string | undefined {
+  const v = value?.[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function numAt(value: JsonObject | undefined, key: string): number | undefined {
+  const v = value?.[key];
+  return typeof v === 'number' ? v : undefined;
+}
+
+export function listAt(value: JsonObject | undefined, key: string): JsonValue[] | undefined {
+  const v = value?.[key];
+  return Array.isArray(v) ? v : undefined;
+}
+
+/** The string map at `key` (labels, annotations), empty when unset. */
+export function stringMapAt(value: JsonObject | undefined, key: string): Record<string, string> {
+  const v = value?.[key];
+  const out: Record<string, string> = {};
+  if (!isJsonObject(v)) return out;
+  for (const [k, item] of Object.entries(v)) if (typeof item === 'string') out[k] = item;
+  return out;
+}
+
+/** `metadata` of an object; every stored object has one. */
+export function metaOf(obj: JsonObject): JsonObject {
+  const meta = objAt(obj, 'metadata');
+  if (meta !== undefined) return meta;
+  const created: JsonObject = {};
+  obj.metadata = created;
+  return created;
+}
+
+export function deepClone<T extends JsonValue>(value: T): T {
+  return structuredClone(value);
+}
+
+/** Structural equality of two JSON values, key order ignored. */
+export function jsonEqual(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || a === undefined || b === undefined) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => jsonEqual(item, b[i]));
+  }
+  if (typeof a !== 'object' || typeof b !== 'object' || Array.isArray(b)) return false;
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  return aKeys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
+}
+
+export type { StructSchema };

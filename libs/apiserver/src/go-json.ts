@@ -1,0 +1,160 @@
+/**
+ * Go's encoding/json syntax errors, so that a malformed body gets the real server's message
+ * ("invalid character '}' looking for beginning of value", "unexpected end of JSON input").
+ * Only used after `JSON.parse` has already failed.
+ */
+
+function quoteChar(ch: string): string {
+  if (ch === "'") return "'\\''";
+  if (ch === '"') return "'\"'";
+  const s = JSON.stringify(ch);
+  return `'${s.slice(1, -1)}'`;
+}
+
+class Scanner {
+  private i = 0;
+  constructor(private readonly text: string) {}
+
+  private fail(context: string): never {
+    if (this.i >= this.text.length) throw new Error('unexpected end of JSON input');
+    throw new Error(`invalid character ${quoteChar(this.text[this.i] ?? '')} ${context}`);
+  }
+
+  private ws(): void {
+    while (this.i < this.text.length && ' \t\r\n'.includes(this.text[this.i] ?? '')) this.i++;
+  }
+
+  private literal(word: string): void {
+    for (let k = 0; k < word.length; k++) {
+      if (this.text[this.i] !== word[k])
+        this.fail(`in literal ${word} (expecting '${word[k] ?? ''}')`);
+      this.i++;
+    }
+  }
+
+  private string(): void {
+    this.i++;
+    while (this.i < this.text.length) {
+      const ch = this.text[this.i] ?? '';
+      if (ch === '"') {
+        this.i++;
+        return;
+      }
+      if (ch === '\\') {
+        this.i++;
+        const esc = this.text[this.i];
+        if (esc === undefined) this.fail('');
+        if (esc === 'u') {
+          for (let k = 0; k < 4; k++) {
+            this.i++;
+            if (!/[0-9a-fA-F]/.test(this.text[this.i] ?? ''))
+              this.fail('in \\u hexadecimal character escape');
+          }
+        } else if (!'"\\/bfnrt'.includes(esc)) {
+          this.fail('in string escape code');
+        }
+        this.i++;
+        continue;
+      }
+      if (ch < ' ') this.fail('in string literal');
+      this.i++;
+    }
+    this.fail('');
+  }
+
+  private number(): void {
+    if (this.text[this.i] === '-') this.i++;
+    if (this.text[this.i] === '0') this.i++;
+    else if (/[1-9]/.test(this.text[this.i] ?? ''))
+      while (/[0-9]/.test(this.text[this.i] ?? '')) this.i++;
+    else this.fail('in numeric literal');
+    if (this.text[this.i] === '.') {
+      this.i++;
+      if (!/[0-9]/.test(this.text[this.i] ?? ''))
+        this.fail('after decimal point in numeric literal');
+      while (/[0-9]/.test(this.text[this.i] ?? '')) this.i++;
+    }
+    if (this.text[this.i] === 'e' || this.text[this.i] === 'E') {
+      this.i++;
+      if (this.text[this.i] === '+' || this.text[this.i] === '-') this.i++;
+      if (!/[0-9]/.test(this.text[this.i] ?? '')) this.fail('in exponent of numeric literal');
+      while (/[0-9]/.test(this.text[this.i] ?? '')) this.i++;
+    }
+  }
+
+  value(): void {
+    this.ws();
+    const ch = this.text[this.i];
+    if (ch === undefined) this.fail('');
+    if (ch === '{') {
+      this.i++;
+      this.ws();
+      if (this.text[this.i] === '}') {
+        this.i++;
+        return;
+      }
+      for (;;) {
+        this.ws();
+        if (this.text[this.i] !== '"') this.fail('looking for beginning of object key string');
+        this.string();
+        this.ws();
+        if (this.text[this.i] !== ':') this.fail('after object key');
+        this.i++;
+        this.value();
+        this.ws();
+        if (this.text[this.i] === ',') {
+          this.i++;
+          continue;
+        }
+        if (this.text[this.i] === '}') {
+          this.i++;
+          return;
+        }
+        this.fail('after object key:value pair');
+      }
+    }
+    if (ch === '[') {
+      this.i++;
+      this.ws();
+      if (this.text[this.i] === ']') {
+        this.i++;
+        return;
+      }
+      for (;;) {
+        this.value();
+        this.ws();
+        if (this.text[this.i] === ',') {
+          this.i++;
+          continue;
+        }
+        if (this.text[this.i] === ']') {
+          this.i++;
+          return;
+        }
+        this.fail('after array element');
+      }
+    }
+    if (ch === '"') this.string();
+    else if (ch === 't') this.literal('true');
+    else if (ch === 'f') this.literal('false');
+    else if (ch === 'n') this.literal('null');
+    else if (ch === '-' || (ch >= '0' && ch <= '9')) this.number();
+    else this.fail('looking for beginning of value');
+  }
+
+  document(): void {
+    this.value();
+    this.ws();
+    if (this.i < this.text.length) this.fail('after top-level value');
+  }
+}
+
+/** The message Go's json.Unmarshal gives for a syntactically invalid document. */
+export function goJsonSyntaxError(text: string): string {
+  try {
+    new Scanner(text).document();
+    return 'invalid JSON';
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}

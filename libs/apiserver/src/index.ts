@@ -1,0 +1,16 @@
+export { startKubeEmulator } from './start-kube-emulator';
+export type { RunningKubeEmulator, StartKubeEmulatorOptions } from './start-kube-emulator';
+export { KubeEmulator } from './kube-emulator';
+export type { Clock, EmulatorLogger, KubeEmulatorOptions, ResetOptions } from './kube-emulator';
+export type {
+  CountersSnapshot,
+  FaultSpec,
+  LatencySpec,
+  RequestCount,
+  RequestLogEntry,
+  RequestMatcher,
+} from './emulator-hooks';
+export type { DraFeatureGate, FeatureGates } from './resource-types';
+export { buildKubeconfig } from './kubeconfig';
+export type { KubeconfigOptions } from './kubeconfig';
+export { canonicalQuantity } from './quantity';

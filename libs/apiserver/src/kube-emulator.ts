@@ -1,0 +1,636 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { stringify as toYaml } from 'yaml';
+import { z } from 'zod';
+import { ApiError, apiErrors } from './api-error';
+import {
+  aggregatedDiscovery,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  versionInfo,
+} from './api-catalog';
+import { ApiHandler } from './api-handler';
+import type { ApiResult, ResponseFormat, WatchResult } from './api-handler';
+import { EmulatorHooks } from './emulator-hooks';
+import type {
+  CountersSnapshot,
+  FaultSpec,
+  LatencySpec,
+  RequestInfo,
+  RequestLogEntry,
+  RequestMatcher,
+} from './emulator-hooks';
+import { GarbageCollector } from './garbage-collector';
+import { ObjectStore } from './object-store';
+import { openApiDocument, openApiRoot } from './openapi';
+import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
+import type { FeatureGates, ResourceType } from './resource-types';
+import {
+  ANONYMOUS,
+  authenticate,
+  mayAccessPath,
+  mayAccessResource,
+  readTokenFile,
+} from './token-auth';
+import type { User, Verb } from './token-auth';
+
+/** Where the emulator reads the time (creation timestamps, managed fields, Age). */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+/** The subset of a pino logger the emulator writes to. */
+export interface EmulatorLogger {
+  debug(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface KubeEmulatorOptions {
+  /** TCP port; 0 picks a free one. @defaultValue 0 */
+  port?: number;
+  /** Interface to bind. The emulator has no TLS and is meant for loopback only. @defaultValue '127.0.0.1' */
+  host?: string;
+  /**
+   * A kube-apiserver static token file (`token,user,uid,"group1,group2"` per line). When set,
+   * every request needs a known bearer token; users in `system:masters` may write, others only
+   * read. When unset, every request is allowed.
+   */
+  tokenFile?: string;
+  /** Change events kept for watches that resume and for older list versions. @defaultValue 10000 */
+  historySize?: number;
+  /** @defaultValue the system clock */
+  clock?: Clock;
+  /** DRA alpha feature gates; all off by default, as in kube-apiserver 1.34. */
+  featureGates?: FeatureGates;
+  /** Delay before the garbage collector acts on a Node deletion, ms. @defaultValue 0 */
+  garbageCollectionDelayMs?: number;
+  logger?: EmulatorLogger;
+}
+
+export interface ResetOptions {
+  /** Keep stored objects and history; clear only counters, log, faults and latency. @defaultValue false */
+  keepObjects?: boolean;
+}
+
+const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+const MAX_BODY_BYTES = 3 * 1024 * 1024;
+const DISCOVERY_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
+const matcherSchema = {
+  verb: z.string().optional(),
+  resource: z.string().optional(),
+  name: z.string().optional(),
+};
+const faultSchema = z.strictObject({
+  ...matcherSchema,
+  status: z.number().int().min(400).max(599),
+  times: z.number().int().positive().optional(),
+  retryAfterSeconds: z.number().int().nonnegative().optional(),
+  message: z.string().optional(),
+});
+const latencySchema = z.strictObject({
+  ...matcherSchema,
+  ms: z.number().nonnegative(),
+  times: z.number().int().positive().optional(),
+});
+
+interface Route {
+  kind: 'resource';
+  type: ResourceType;
+  name: string;
+  subresource: string;
+  watchPath: boolean;
+}
+
+interface MediaRange {
+  type: string;
+  params: Map<string, string>;
+}
+
+function parseAccept(header: string | undefined): MediaRange[] {
+  if (header === undefined || header.trim() === '') return [{ type: '*/*', params: new Map() }];
+  return header.split(',').map((part) => {
+    const [type = '', ...params] = part.split(';').map((s) => s.trim());
+    const map = new Map<string, string>();
+    for (const p of params) {
+      const eq = p.indexOf('=');
+      if (eq > 0) map.set(p.slice(0, eq).trim(), p.slice(eq + 1).trim());
+    }
+    return { type: type.toLowerCase(), params: map };
+  });
+}
+
+function isJsonRange(range: MediaRange): boolean {
+  return (
+    range.type === 'application/json' || range.type === '*/*' || range.type === 'application/*'
+  );
+}
+
+/** Picks the response format for a resource request, as the server's content negotiation does. */
+function negotiate(accept: MediaRange[]): ResponseFormat | undefined {
+  for (const range of accept) {
+    const as = range.params.get('as');
+    if (as === undefined) {
+      if (isJsonRange(range)) return 'json';
+      if (range.type === 'application/yaml') return 'yaml';
+      continue;
+    }
+    if (range.params.get('g') !== 'meta.k8s.io' || range.type !== 'application/json') continue;
+    if (as === 'Table') return 'table';
+    if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') return 'metadata';
+  }
+  return undefined;
+}
+
+function wantsAggregatedDiscovery(accept: MediaRange[]): boolean | undefined {
+  for (const range of accept) {
+    if (
+      range.params.get('g') === 'apidiscovery.k8s.io' &&
+      range.params.get('as') === 'APIGroupDiscoveryList'
+    ) {
+      if (range.params.get('v') === 'v2') return true;
+      continue;
+    }
+    if (isJsonRange(range) && !range.params.has('as')) return false;
+  }
+  return undefined;
+}
+
+function verbFor(method: string, route: Route, query: URLSearchParams): Verb | undefined {
+  const hasName = route.name !== '';
+  const watchParam = query.get('watch');
+  const watch = route.watchPath || watchParam === 'true' || watchParam === '1';
+  switch (method) {
+    case 'GET':
+      if (watch) return 'watch';
+      return hasName ? 'get' : 'list';
+    case 'POST':
+      return hasName || route.watchPath ? undefined : 'create';
+    case 'PUT':
+      return hasName && !route.watchPath ? 'update' : undefined;
+    case 'PATCH':
+      return hasName && !route.watchPath ? 'patch' : undefined;
+    case 'DELETE':
+      if (route.watchPath) return undefined;
+      return hasName ? 'delete' : 'deletecollection';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * An HTTP server that behaves like kube-apiserver 1.34 for Nodes and resource.k8s.io/v1
+ * ResourceSlices: discovery, CRUD with the real preconditions and Status errors, selectors,
+ * pagination, watches with bookmarks and bounded history, server-side apply, garbage collection
+ * of a Node's slices, optional token auth, and test hooks.
+ *
+ * The hooks are methods here and, for other processes, JSON endpoints under `/_emulator/`
+ * (never a Kubernetes path, no auth):
+ * - `GET /_emulator/counters` → {@link CountersSnapshot} (requests by verb, resource and code)
+ * - `GET /_emulator/requests` → `{ items: RequestLogEntry[] }`, in order of arrival
+ * - `POST /_emulator/faults` with a {@link FaultSpec} → 201; the next `times` matching requests fail
+ * - `POST /_emulator/latency` with a {@link LatencySpec} → 201
+ * - `POST /_emulator/reset[?keepObjects=true]` → counters, log, faults (and objects) cleared
+ * - `POST /_emulator/forget-history` → older resourceVersions expire (410) from now on
+ */
+export class KubeEmulator {
+  private readonly options: KubeEmulatorOptions;
+  private readonly clock: Clock;
+  private readonly store: ObjectStore;
+  private readonly hooks = new EmulatorHooks();
+  private readonly gc: GarbageCollector;
+  private readonly api: ApiHandler;
+  private readonly openStreams = new Set<ServerResponse>();
+  private readonly sockets = new Set<Socket>();
+  private readonly tokens: ReadonlyMap<string, User> | undefined;
+  private server: Server | undefined;
+  private address = '';
+  private closing: Promise<void> | undefined;
+
+  constructor(options: KubeEmulatorOptions = {}) {
+    this.options = options;
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.store = new ObjectStore(
+      options.historySize === undefined ? {} : { historySize: options.historySize },
+    );
+    for (const type of RESOURCE_TYPES) this.store.register(type.resource, type.indexing);
+    this.tokens = options.tokenFile === undefined ? undefined : readTokenFile(options.tokenFile);
+    const now = () => this.clock.now();
+    this.gc = new GarbageCollector({
+      store: this.store,
+      owner: nodeType,
+      dependent: resourceSliceType,
+      now,
+      ...(options.garbageCollectionDelayMs === undefined
+        ? {}
+        : { delayMs: options.garbageCollectionDelayMs }),
+    });
+    this.api = new ApiHandler({
+      store: this.store,
+      now,
+      featureGates: options.featureGates ?? {},
+      onDeleted: (type, deleted, propagation) => {
+        this.gc.onDeleted(type, deleted, propagation);
+      },
+      openStreams: this.openStreams,
+    });
+  }
+
+  /** The base URL, e.g. `http://127.0.0.1:41234`; set once started. */
+  get url(): string {
+    if (this.address === '') throw new Error('the kube emulator is not started');
+    return `http://${this.address}`;
+  }
+
+  /** Starts listening. @returns the base URL */
+  async start(): Promise<string> {
+    if (this.server !== undefined) return this.url;
+    const server = createServer({ keepAlive: true }, (req, res) => {
+      this.onRequest(req, res);
+    });
+    server.keepAliveTimeout = 65_000;
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const info = server.address() as AddressInfo;
+    this.address =
+      info.family === 'IPv6' ? `[${info.address}]:${info.port}` : `${info.address}:${info.port}`;
+    return this.url;
+  }
+
+  /** Stops intake, ends open watches, then closes connections. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.gc.close();
+      const server = this.server;
+      if (server === undefined) return;
+      const closed = new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
+      this.store.terminateWatches();
+      for (const res of this.openStreams) res.end();
+      server.closeIdleConnections();
+      setTimeout(() => {
+        for (const socket of this.sockets) socket.destroy();
+      }, 1000).unref();
+      await closed;
+    })();
+    return this.closing;
+  }
+
+  /** The token written to kubeconfigs: the first `system:masters` user's, if a token file is used. */
+  adminToken(): string | undefined {
+    if (this.tokens === undefined) return undefined;
+    for (const [token, user] of this.tokens)
+      if (user.groups.includes('system:masters')) return token;
+    return this.tokens.keys().next().value;
+  }
+
+  counters(): CountersSnapshot {
+    return this.hooks.counters();
+  }
+
+  /** Sum of the request counters that match (e.g. `{ verb: 'create', resource: 'resourceslices' }`). */
+  count(filter: RequestMatcher & { code?: number } = {}): number {
+    return this.hooks.count(filter);
+  }
+
+  requestLog(): readonly RequestLogEntry[] {
+    return this.hooks.requestLog();
+  }
+
+  /** Fails the next `times` requests matching the spec with `status` (and optional Retry-After). */
+  injectFault(spec: FaultSpec): void {
+    this.hooks.injectFault(faultSchema.parse(spec));
+  }
+
+  /** Delays matching requests by `ms` before they are handled. */
+  addLatency(spec: LatencySpec): void {
+    this.hooks.addLatency(latencySchema.parse(spec));
+  }
+
+  /** Clears counters, request log, faults and latency, and unless `keepObjects`, every object and watch. */
+  reset(options: ResetOptions = {}): void {
+    this.hooks.reset();
+    if (options.keepObjects !== true) this.store.reset();
+  }
+
+  /** Discards change history: watches and exact lists from older resourceVersions get 410. */
+  forgetHistory(): void {
+    this.store.forgetHistory();
+  }
+
+  /** Open watch streams (benchmarks check fan-out with it). */
+  watchCount(): number {
+    return this.store.watcherCount();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      this.dispatch(req, res, body, tooLarge).catch((error: unknown) => {
+        this.options.logger?.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'request failed',
+        );
+        if (!res.headersSent)
+          this.sendError(
+            res,
+            apiErrors.internal(error instanceof Error ? error.message : String(error)),
+          );
+        else res.end();
+      });
+    });
+  }
+
+  private route(path: string): Route | 'nonresource' | undefined {
+    const parts = path.split('/').filter((p) => p !== '');
+    let group: string;
+    let version: string;
+    let rest: string[];
+    if (parts[0] === 'api' && parts.length >= 3) {
+      group = '';
+      version = parts[1] ?? '';
+      rest = parts.slice(2);
+    } else if (parts[0] === 'apis' && parts.length >= 4) {
+      group = parts[1] ?? '';
+      version = parts[2] ?? '';
+      rest = parts.slice(3);
+    } else {
+      return 'nonresource';
+    }
+    let watchPath = false;
+    if (rest[0] === 'watch') {
+      watchPath = true;
+      rest = rest.slice(1);
+    }
+    const [resource = '', name = '', subresource = '', ...extra] = rest;
+    const type = RESOURCE_TYPES.find(
+      (t) => t.group === group && t.version === version && t.resource === resource,
+    );
+    if (type === undefined || extra.length > 0) return undefined;
+    if (subresource !== '' && (subresource !== 'status' || !type.hasStatusSubresource || watchPath))
+      return undefined;
+    return { kind: 'resource', type, name: decodeURIComponent(name), subresource, watchPath };
+  }
+
+  private async dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    tooLarge: boolean,
+  ): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    const path = url.pathname;
+    if (path === '/_emulator' || path.startsWith('/_emulator/')) {
+      this.emulatorRoute(req.method ?? 'GET', path, url.searchParams, body, res);
+      return;
+    }
+    const method = req.method ?? 'GET';
+    const route = this.route(path);
+    const resourceName =
+      route !== undefined && route !== 'nonresource'
+        ? `${route.type.resource}${route.subresource === '' ? '' : `/${route.subresource}`}`
+        : path;
+    const verb =
+      route !== undefined && route !== 'nonresource'
+        ? verbFor(method, route, url.searchParams)
+        : undefined;
+    const info: RequestInfo = {
+      verb: verb ?? method.toLowerCase(),
+      resource: resourceName,
+      name: route !== undefined && route !== 'nonresource' ? route.name : '',
+    };
+    const delay = this.hooks.takeLatency(info);
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    let code = 500;
+    let writtenRv: string | undefined;
+    try {
+      const user = authenticate(this.tokens, req.headers.authorization);
+      if (user === undefined) throw apiErrors.unauthorized();
+      if (tooLarge)
+        throw new ApiError(
+          413,
+          'RequestEntityTooLarge',
+          `Request entity too large: limit is ${MAX_BODY_BYTES}`,
+        );
+      const fault = this.hooks.takeFault(info);
+      if (fault !== undefined)
+        throw apiErrors.injected(fault.status, fault.message, fault.retryAfterSeconds);
+      const accept = parseAccept(req.headers.accept);
+      if (route === 'nonresource') {
+        if (!mayAccessPath(user, path)) {
+          throw apiErrors.forbiddenPath(
+            `forbidden: User "${user.name}" cannot ${method.toLowerCase()} path "${path}"`,
+          );
+        }
+        code = this.nonResource(method, path, accept, res);
+        return;
+      }
+      if (route === undefined) throw apiErrors.pathNotFound();
+      if (verb === undefined) throw apiErrors.methodNotAllowed();
+      if (!mayAccessResource(user, verb)) {
+        const resource =
+          route.subresource === ''
+            ? route.type.resource
+            : `${route.type.resource}/${route.subresource}`;
+        throw apiErrors.forbidden(
+          { group: route.type.group, name: route.type.resource },
+          route.name,
+          `User "${user.name}" cannot ${verb} resource "${resource}" in API group "${route.type.group}" at the cluster scope`,
+        );
+      }
+      void ANONYMOUS;
+      const format = negotiate(accept);
+      if (format === undefined) {
+        throw apiErrors.notAcceptable([
+          'application/json',
+          'application/yaml',
+          'application/vnd.kubernetes.protobuf',
+        ]);
+      }
+      const contentType =
+        (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+      const pending = this.api.handle({
+        type: route.type,
+        verb,
+        name: route.name,
+        subresource: route.subresource,
+        query: url.searchParams,
+        contentType,
+        body,
+        userAgent: req.headers['user-agent'] ?? '',
+        format,
+      });
+      // Most requests are answered synchronously; awaiting only when needed saves a tick.
+      const result: ApiResult | WatchResult = pending instanceof Promise ? await pending : pending;
+      if ('watch' in result) {
+        code = 200;
+        result.watch(res);
+        return;
+      }
+      code = result.code;
+      writtenRv = verb === 'get' || verb === 'list' ? undefined : result.resourceVersion;
+      this.send(res, result, format);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      code = error.code;
+      this.sendError(res, error);
+    } finally {
+      this.hooks.record(info, code, writtenRv);
+    }
+  }
+
+  private send(res: ServerResponse, result: ApiResult, format: ResponseFormat): void {
+    const headers: Record<string, string | string[]> = { 'Cache-Control': 'no-cache, private' };
+    let body = result.body;
+    let contentType = result.contentType;
+    if (format === 'yaml' && contentType === 'application/json') {
+      body = toYaml(JSON.parse(body));
+      contentType = 'application/yaml';
+    }
+    headers['Content-Type'] = contentType;
+    headers['Content-Length'] = String(Buffer.byteLength(body));
+    if (result.warnings.length > 0)
+      headers.Warning = result.warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+    res.writeHead(result.code, headers);
+    res.end(body);
+  }
+
+  private sendError(res: ServerResponse, error: ApiError): void {
+    const body = JSON.stringify(error.body);
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      'Content-Length': String(Buffer.byteLength(body)),
+    };
+    if (error.retryAfterSeconds !== undefined && error.retryAfterSeconds > 0)
+      headers['Retry-After'] = String(error.retryAfterSeconds);
+    res.writeHead(error.code, headers);
+    res.end(body);
+  }
+
+  private nonResource(
+    method: string,
+    path: string,
+    accept: MediaRange[],
+    res: ServerResponse,
+  ): number {
+    const send = (body: unknown, contentType = 'application/json') => {
+      res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private' });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+      return 200;
+    };
+    const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    if (trimmed === '/healthz' || trimmed === '/livez' || trimmed === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return 200;
+    }
+    if (method !== 'GET') throw apiErrors.methodNotAllowed();
+    const parts = trimmed.split('/').filter((p) => p !== '');
+    if (trimmed === '/version') return send(versionInfo());
+    if (trimmed === '/openapi/v3') return send(openApiRoot(RESOURCE_TYPES));
+    if (trimmed.startsWith('/openapi/v3/')) {
+      const doc = openApiDocument(RESOURCE_TYPES, trimmed.slice('/openapi/v3/'.length));
+      if (doc !== undefined) return send(doc);
+    }
+    if (trimmed === '/api' || trimmed === '/apis') {
+      const aggregated = wantsAggregatedDiscovery(accept);
+      if (aggregated === true) return send(aggregatedDiscovery(trimmed === '/api'), DISCOVERY_V2);
+      if (aggregated === undefined && !accept.some(isJsonRange)) {
+        throw apiErrors.notAcceptable([
+          'application/json',
+          'application/yaml',
+          'application/vnd.kubernetes.protobuf',
+        ]);
+      }
+      return send(trimmed === '/api' ? apiVersions(this.address) : apiGroupList());
+    }
+    if (parts[0] === 'api' && parts.length === 2) {
+      const list = apiResourceList(parts[1] ?? '');
+      if (list !== undefined) return send(list);
+    }
+    if (parts[0] === 'apis' && parts.length === 2) {
+      const group = apiGroup(parts[1] ?? '');
+      if (group !== undefined) return send(group);
+    }
+    if (parts[0] === 'apis' && parts.length === 3) {
+      const list = apiResourceList(`${parts[1] ?? ''}/${parts[2] ?? ''}`);
+      if (list !== undefined) return send(list);
+    }
+    throw apiErrors.pathNotFound();
+  }
+
+  private emulatorRoute(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: Buffer,
+    res: ServerResponse,
+  ): boolean {
+    const reply = (code: number, value: unknown): true => {
+      res.writeHead(code, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(value));
+      return true;
+    };
+    const parse = (): unknown => {
+      try {
+        return body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as unknown);
+      } catch {
+        return undefined;
+      }
+    };
+    try {
+      const route = `${method} ${path}`;
+      if (route === 'GET /_emulator/counters') return reply(200, this.counters());
+      if (route === 'GET /_emulator/requests') return reply(200, { items: this.requestLog() });
+      if (route === 'POST /_emulator/faults') {
+        this.hooks.injectFault(faultSchema.parse(parse()));
+        return reply(201, { ok: true });
+      }
+      if (route === 'POST /_emulator/latency') {
+        this.hooks.addLatency(latencySchema.parse(parse()));
+        return reply(201, { ok: true });
+      }
+      if (route === 'POST /_emulator/reset') {
+        this.reset({ keepObjects: query.get('keepObjects') === 'true' });
+        return reply(200, { ok: true });
+      }
+      if (route === 'POST /_emulator/forget-history') {
+        this.forgetHistory();
+        return reply(200, { ok: true, resourceVersion: String(this.store.resourceVersion) });
+      }
+      return reply(404, { error: `no emulator hook ${route}` });
+    } catch (error) {
+      return reply(400, {
+        error: error instanceof z.ZodError ? z.prettifyError(error) : String(error),
+      });
+    }
+  }
+}

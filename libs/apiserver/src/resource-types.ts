@@ -1,0 +1,404 @@
+import {
+  nodeSchema,
+  objAt,
+  resourceSliceSchema,
+  listAt,
+  metaOf,
+  strAt,
+  jsonEqual,
+  stringMapAt,
+} from './api-schemas';
+import type { FieldError } from './field-errors';
+import { isJsonObject } from './object-schema';
+import type { JsonObject, JsonValue, StructSchema } from './object-schema';
+import type { ResourceIndexing } from './object-store';
+import {
+  validateNode,
+  validateNodeUpdate,
+  validateResourceSlice,
+  validateResourceSliceUpdate,
+} from './validation';
+
+/**
+ * The registry strategies of the two resources this server stores: what happens to an object
+ * on create and update (defaulting, generation, dropped fields, admission), how it validates,
+ * which fields selectors can use, and how `kubectl get` prints it (the server-side Table).
+ */
+
+/** DRA alpha feature gates of kube-apiserver 1.34 that change what a ResourceSlice keeps. */
+export type DraFeatureGate =
+  | 'DRADeviceTaints'
+  | 'DRAPartitionableDevices'
+  | 'DRADeviceBindingConditions'
+  | 'DRAConsumableCapacity';
+
+export type FeatureGates = Readonly<Partial<Record<DraFeatureGate, boolean>>>;
+
+export interface TableColumn {
+  readonly name: string;
+  readonly type: string;
+  readonly format: string;
+  readonly description: string;
+  readonly priority: number;
+}
+
+export interface ResourceType {
+  readonly group: string;
+  readonly version: string;
+  /** `v1` or `resource.k8s.io/v1`. */
+  readonly apiVersion: string;
+  readonly resource: string;
+  readonly kind: string;
+  readonly listKind: string;
+  readonly schema: StructSchema;
+  readonly indexing: ResourceIndexing;
+  /** Field labels the selector accepts; others get `fieldLabelError`. */
+  readonly fieldLabels: readonly string[];
+  fieldLabelError(label: string): string;
+  /** Whether the registry maintains `metadata.generation` (bumped on spec changes). */
+  readonly hasGeneration: boolean;
+  /** DELETE answers with the deleted object (true) or a Success Status (false). */
+  readonly returnDeletedObject: boolean;
+  /** Top-level fields the main resource ignores and field tracking leaves out (`status`). */
+  readonly resetFields: readonly string[];
+  readonly hasStatusSubresource: boolean;
+  prepareForCreate(obj: JsonObject, gates: FeatureGates): void;
+  prepareForUpdate(obj: JsonObject, old: JsonObject, gates: FeatureGates): void;
+  /** Mutating admission on create (the plugins a default kube-apiserver runs). */
+  admitCreate(obj: JsonObject): void;
+  validate(obj: JsonObject): FieldError[];
+  validateUpdate(obj: JsonObject, old: JsonObject): FieldError[];
+  readonly columns: readonly TableColumn[];
+  cells(obj: JsonObject, nowMs: number): JsonValue[];
+}
+
+const NAME_COLUMN: TableColumn = {
+  name: 'Name',
+  type: 'string',
+  format: 'name',
+  description:
+    'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names',
+  priority: 0,
+};
+
+const AGE_COLUMN: TableColumn = {
+  name: 'Age',
+  type: 'string',
+  format: '',
+  description:
+    'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata',
+  priority: 0,
+};
+
+function column(name: string, description: string, priority = 0): TableColumn {
+  return { name, type: 'string', format: '', description, priority };
+}
+
+/** apimachinery's `duration.HumanDuration`, which the Age column uses. */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return '<invalid>';
+  if (seconds < 0) return '0s';
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) {
+    const s = seconds % 60;
+    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`;
+  }
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) {
+    const m = minutes % 60;
+    return m === 0 ? `${hours}h` : `${hours}h${m}m`;
+  }
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) {
+    const h = hours % 24;
+    return h === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${h}h`;
+  }
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  if (hours < 24 * 365 * 8) {
+    const dy = Math.floor(hours / 24) % 365;
+    return dy === 0 ? `${Math.floor(hours / 24 / 365)}y` : `${Math.floor(hours / 24 / 365)}y${dy}d`;
+  }
+  return `${Math.floor(hours / 24 / 365)}y`;
+}
+
+function age(obj: JsonObject, nowMs: number): string {
+  const created = strAt(objAt(obj, 'metadata'), 'creationTimestamp');
+  if (created === undefined) return '<unknown>';
+  return humanDuration(nowMs - Date.parse(created));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ResourceSlice
+
+function inUse(
+  old: JsonObject | undefined,
+  test: (spec: JsonObject, device: JsonObject) => boolean,
+): boolean {
+  const spec = old === undefined ? undefined : objAt(old, 'spec');
+  if (spec === undefined) return false;
+  const devices = listAt(spec, 'devices') ?? [];
+  if (devices.length === 0) return test(spec, {});
+  return devices.some((d) => isJsonObject(d) && test(spec, d));
+}
+
+/** The strategy's `dropDisabledFields`: alpha fields are dropped unless their gate is on or the old object uses them. */
+function dropDisabledSliceFields(
+  obj: JsonObject,
+  old: JsonObject | undefined,
+  gates: FeatureGates,
+): void {
+  const spec = objAt(obj, 'spec');
+  if (spec === undefined) return;
+  const devices = (listAt(spec, 'devices') ?? []).filter(isJsonObject);
+  const drop = (fields: readonly string[]) => {
+    for (const d of devices) for (const f of fields) Reflect.deleteProperty(d, f);
+  };
+  if (gates.DRADeviceTaints !== true && !inUse(old, (_s, d) => d.taints !== undefined))
+    drop(['taints']);
+  if (
+    gates.DRAPartitionableDevices !== true &&
+    !inUse(
+      old,
+      (s, d) =>
+        s.sharedCounters !== undefined ||
+        s.perDeviceNodeSelection !== undefined ||
+        d.consumesCounters !== undefined ||
+        d.nodeName !== undefined ||
+        d.nodeSelector !== undefined ||
+        d.allNodes !== undefined,
+    )
+  ) {
+    Reflect.deleteProperty(spec, 'sharedCounters');
+    Reflect.deleteProperty(spec, 'perDeviceNodeSelection');
+    drop(['consumesCounters', 'nodeName', 'nodeSelector', 'allNodes']);
+  }
+  if (
+    gates.DRADeviceBindingConditions !== true &&
+    !inUse(
+      old,
+      (_s, d) =>
+        d.bindsToNode !== undefined ||
+        d.bindingConditions !== undefined ||
+        d.bindingFailureConditions !== undefined,
+    )
+  ) {
+    drop(['bindsToNode', 'bindingConditions', 'bindingFailureConditions']);
+  }
+  if (
+    gates.DRAConsumableCapacity !== true &&
+    !inUse(old, (_s, d) => d.allowMultipleAllocations !== undefined)
+  ) {
+    drop(['allowMultipleAllocations']);
+    for (const d of devices) {
+      const capacity = objAt(d, 'capacity');
+      if (capacity === undefined) continue;
+      for (const value of Object.values(capacity)) {
+        if (isJsonObject(value)) Reflect.deleteProperty(value, 'requestPolicy');
+      }
+    }
+  }
+}
+
+export const resourceSliceType: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  apiVersion: 'resource.k8s.io/v1',
+  resource: 'resourceslices',
+  kind: 'ResourceSlice',
+  listKind: 'ResourceSliceList',
+  schema: resourceSliceSchema,
+  indexing: {
+    kind: 'ResourceSlice',
+    apiVersion: 'resource.k8s.io/v1',
+    fieldsOf(obj) {
+      const spec = objAt(obj, 'spec');
+      return {
+        'metadata.name': strAt(objAt(obj, 'metadata'), 'name') ?? '',
+        'spec.nodeName': strAt(spec, 'nodeName') ?? '',
+        'spec.driver': strAt(spec, 'driver') ?? '',
+      };
+    },
+    indexedFields: ['spec.nodeName', 'spec.driver'],
+  },
+  fieldLabels: ['metadata.name', 'spec.nodeName', 'spec.driver'],
+  fieldLabelError: (label) =>
+    `field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: ${label}`,
+  hasGeneration: true,
+  returnDeletedObject: true,
+  resetFields: [],
+  hasStatusSubresource: false,
+  prepareForCreate(obj, gates) {
+    metaOf(obj).generation = 1;
+    dropDisabledSliceFields(obj, undefined, gates);
+  },
+  prepareForUpdate(obj, old, gates) {
+    dropDisabledSliceFields(obj, old, gates);
+    const meta = metaOf(obj);
+    const oldGeneration =
+      typeof metaOf(old).generation === 'number' ? (metaOf(old).generation as number) : 0;
+    meta.generation = jsonEqual(obj.spec, old.spec) ? oldGeneration : oldGeneration + 1;
+  },
+  admitCreate() {
+    // No admission plugin of a default kube-apiserver mutates ResourceSlices.
+  },
+  validate: validateResourceSlice,
+  validateUpdate: validateResourceSliceUpdate,
+  columns: [
+    NAME_COLUMN,
+    column('Node', 'NodeName identifies the node which provides the resources in this pool.'),
+    column('Driver', 'Driver identifies the DRA driver providing the capacity information.'),
+    column('Pool', 'Name is used to identify the pool.'),
+    AGE_COLUMN,
+  ],
+  cells(obj, nowMs) {
+    const spec = objAt(obj, 'spec');
+    return [
+      strAt(objAt(obj, 'metadata'), 'name') ?? '',
+      strAt(spec, 'nodeName') ?? '',
+      strAt(spec, 'driver') ?? '',
+      strAt(objAt(spec ?? {}, 'pool'), 'name') ?? '',
+      age(obj, nowMs),
+    ];
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Node
+
+const NOT_READY_TAINT = 'node.kubernetes.io/not-ready';
+
+function nodeStatusText(obj: JsonObject): string {
+  const conditions = listAt(objAt(obj, 'status'), 'conditions') ?? [];
+  const ready = conditions.find((c) => isJsonObject(c) && c.type === 'Ready');
+  let status = 'Unknown';
+  if (isJsonObject(ready))
+    status = ready.status === 'True' ? 'Ready' : ready.status === 'False' ? 'NotReady' : 'Unknown';
+  if (objAt(obj, 'spec')?.unschedulable === true) status += ',SchedulingDisabled';
+  return status;
+}
+
+function nodeRoles(obj: JsonObject): string {
+  const labels = stringMapAt(objAt(obj, 'metadata'), 'labels');
+  const roles = new Set<string>();
+  for (const [key, value] of Object.entries(labels)) {
+    if (key.startsWith('node-role.kubernetes.io/'))
+      roles.add(key.slice('node-role.kubernetes.io/'.length));
+    else if (key === 'kubernetes.io/role' && value !== '') roles.add(value);
+  }
+  return roles.size === 0 ? '<none>' : [...roles].sort().join(',');
+}
+
+function nodeAddress(obj: JsonObject, type: string): string {
+  const addresses = listAt(objAt(obj, 'status'), 'addresses') ?? [];
+  const found = addresses.find((a) => isJsonObject(a) && a.type === type);
+  return isJsonObject(found) ? (strAt(found, 'address') ?? '<none>') : '<none>';
+}
+
+function orUnknown(value: string | undefined): string {
+  return value === undefined || value === '' ? '<unknown>' : value;
+}
+
+export const nodeType: ResourceType = {
+  group: '',
+  version: 'v1',
+  apiVersion: 'v1',
+  resource: 'nodes',
+  kind: 'Node',
+  listKind: 'NodeList',
+  schema: nodeSchema,
+  indexing: {
+    kind: 'Node',
+    apiVersion: 'v1',
+    fieldsOf(obj) {
+      return {
+        'metadata.name': strAt(objAt(obj, 'metadata'), 'name') ?? '',
+        'spec.unschedulable': objAt(obj, 'spec')?.unschedulable === true ? 'true' : 'false',
+      };
+    },
+    indexedFields: [],
+  },
+  fieldLabels: ['metadata.name', 'spec.unschedulable'],
+  fieldLabelError: (label) => `field label not supported: ${label}`,
+  hasGeneration: false,
+  returnDeletedObject: false,
+  resetFields: ['status'],
+  hasStatusSubresource: true,
+  prepareForCreate(obj) {
+    const spec = objAt(obj, 'spec');
+    if (spec !== undefined) Reflect.deleteProperty(spec, 'configSource');
+    const status = objAt(obj, 'status');
+    if (status !== undefined) Reflect.deleteProperty(status, 'config');
+  },
+  prepareForUpdate(obj, old) {
+    obj.status = structuredClone(old.status ?? {});
+    const spec = objAt(obj, 'spec');
+    if (spec !== undefined) Reflect.deleteProperty(spec, 'configSource');
+  },
+  admitCreate(obj) {
+    // TaintNodesByCondition: a new Node is not ready until its kubelet says otherwise.
+    let spec = objAt(obj, 'spec');
+    if (spec === undefined) {
+      spec = {};
+      obj.spec = spec;
+    }
+    const taints = listAt(spec, 'taints') ?? [];
+    const present = taints.some(
+      (t) => isJsonObject(t) && t.key === NOT_READY_TAINT && t.effect === 'NoSchedule',
+    );
+    if (!present) spec.taints = [...taints, { key: NOT_READY_TAINT, effect: 'NoSchedule' }];
+  },
+  validate: validateNode,
+  validateUpdate: validateNodeUpdate,
+  columns: [
+    NAME_COLUMN,
+    column('Status', 'The status of the node'),
+    column('Roles', 'The roles of the node'),
+    AGE_COLUMN,
+    column('Version', 'Kubelet Version reported by the node.'),
+    column(
+      'Internal-IP',
+      'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      1,
+    ),
+    column(
+      'External-IP',
+      'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      1,
+    ),
+    column(
+      'OS-Image',
+      'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).',
+      1,
+    ),
+    column(
+      'Kernel-Version',
+      "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+      1,
+    ),
+    column(
+      'Container-Runtime',
+      'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).',
+      1,
+    ),
+  ],
+  cells(obj, nowMs) {
+    const info = objAt(objAt(obj, 'status') ?? {}, 'nodeInfo');
+    return [
+      strAt(objAt(obj, 'metadata'), 'name') ?? '',
+      nodeStatusText(obj),
+      nodeRoles(obj),
+      age(obj, nowMs),
+      strAt(info, 'kubeletVersion') ?? '',
+      nodeAddress(obj, 'InternalIP'),
+      nodeAddress(obj, 'ExternalIP'),
+      orUnknown(strAt(info, 'osImage')),
+      orUnknown(strAt(info, 'kernelVersion')),
+      orUnknown(strAt(info, 'containerRuntimeVersion')),
+    ];
+  },
+};
+
+export const RESOURCE_TYPES: readonly ResourceType[] = [nodeType, resourceSliceType];
