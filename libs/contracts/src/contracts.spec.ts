@@ -66,6 +66,8 @@ describe('Redis key layout', () => {
       keys.syncStatus(key),
       keys.streamState(key),
       keys.registrations(key),
+      keys.syncGuard(key),
+      keys.watcherLease(key),
     ];
     for (const record of records) expect(hashTag(record)).toBe('node-a/gpu.example.com');
     expect(new Set(records).size).toBe(records.length);

@@ -3,4 +3,6 @@ export * from './key';
 export * from './names';
 export * from './queue';
 export * from './redis-keys';
+export * from './registration';
 export * from './snapshot';
+export * from './status';

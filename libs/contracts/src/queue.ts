@@ -10,6 +10,16 @@ import type { SliceKey } from './key';
  */
 export const SYNC_QUEUE_NAME = 'slicekeeper-sync';
 
+/**
+ * The queue of the syncer's periodic work (full resync, janitor), run by BullMQ job schedulers
+ * so that each run happens on exactly one replica. Renaming it is a breaking change.
+ */
+export const MAINTENANCE_QUEUE_NAME = 'slicekeeper-maintenance';
+
+/** Job names on the maintenance queue. */
+export const maintenanceJobs = ['resync', 'janitor'] as const;
+export type MaintenanceJob = (typeof maintenanceJobs)[number];
+
 /** The BullMQ job name of a sync job. Renaming it is a breaking change, as for the queue. */
 export const SYNC_JOB_NAME = 'sync';
 

@@ -11,7 +11,7 @@ export const DEFAULT_REDIS_PREFIX = 'sk';
  * and are only ever written on their own.
  */
 export interface RedisKeys {
-  /** String: the key's latest inventory snapshot (JSON, {@link InventorySnapshot}). */
+  /** String: the key's latest inventory snapshot (JSON, `InventorySnapshot`). */
   snapshot(key: SliceKey): string;
   /** String: the latest snapshot generation handed out for the key (INCR). */
   snapshotGeneration(key: SliceKey): string;
@@ -19,14 +19,33 @@ export interface RedisKeys {
   syncStatus(key: SliceKey): string;
   /** String: the watcher's stream state for the key (JSON). */
   streamState(key: SliceKey): string;
+  /** String: held while a sync of the key runs (token, with an expiry); proves no overlap. */
+  syncGuard(key: SliceKey): string;
   /** Hash: endpoint → registration (JSON), for every endpoint registered for the key. */
   registrations(key: SliceKey): string;
-  /** Sorted set: key ids with at least one registration, scored by last change (ms). */
+  /** String: the plugin-watcher replica (id) that owns the key's stream, with an expiry (shared mode). */
+  watcherLease(key: SliceKey): string;
+  /** Sorted set (all scores 0, ordered by key id): key ids with at least one registration. */
   readonly registrationIndex: string;
+  /** Sorted set: key ids whose last registration was removed, scored by removal time (ms). */
+  readonly tombstones: string;
   /** Stream: registration changes (added, removed) for watchers to follow. */
   readonly registrationEvents: string;
+  /** String: counter behind `Registration.sequence`. */
+  readonly registrationSequence: string;
   /** Sorted set: every key id slicekeeper has published for, scored by last sync (ms). */
   readonly knownKeys: string;
+  /** Sorted set: live plugin-watcher replica ids (shared mode), scored by heartbeat expiry (ms). */
+  readonly watcherMembers: string;
+  /** Sorted set: key ids of managed slices with no registration, scored by first sight (ms). */
+  readonly orphans: string;
+  /** Hash: the cluster-wide token bucket of API writes shared by all syncer replicas. */
+  readonly writeRateLimit: string;
+  /**
+   * Prefix of the registration API's per-token request counters (one string per token name and
+   * window, with an expiry), shared by all API replicas.
+   */
+  readonly apiRateLimitPrefix: string;
 }
 
 export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
@@ -36,9 +55,17 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     snapshotGeneration: (key) => tagged(key, 'snapshot-generation'),
     syncStatus: (key) => tagged(key, 'status'),
     streamState: (key) => tagged(key, 'stream'),
+    syncGuard: (key) => tagged(key, 'sync-guard'),
     registrations: (key) => tagged(key, 'registrations'),
+    watcherLease: (key) => tagged(key, 'watcher-lease'),
     registrationIndex: `${prefix}:registration-index`,
+    tombstones: `${prefix}:tombstones`,
     registrationEvents: `${prefix}:registration-events`,
+    registrationSequence: `${prefix}:registration-sequence`,
     knownKeys: `${prefix}:known-keys`,
+    watcherMembers: `${prefix}:watcher-members`,
+    orphans: `${prefix}:orphans`,
+    writeRateLimit: `${prefix}:write-rate-limit`,
+    apiRateLimitPrefix: `${prefix}:api-rate-limit:`,
   };
 }

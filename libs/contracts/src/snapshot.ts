@@ -3,7 +3,7 @@ import { driverInventorySchema } from './inventory';
 
 /**
  * A key's latest inventory as stored in Redis by the plugin-watcher
- * ({@link RedisKeys.snapshot}). Each new snapshot gets the next snapshot generation, so the
+ * (`RedisKeys.snapshot`). Each new snapshot gets the next snapshot generation, so the
  * syncer can record which one it has published.
  */
 export const inventorySnapshotSchema = z

@@ -7,3 +7,6 @@ export * as registration from './generated/pluginregistration/v1/api';
 export * as publisher from './generated/slicekeeper/v1/resources';
 export { fromDriverInventory, toDriverInventory } from './inventory-mapper';
 export type { ToInventoryOptions } from './inventory-mapper';
+export { grpcTarget, parseEndpoint } from './endpoint';
+export type { PluginEndpoint } from './endpoint';
+export { classifyGrpcError, grpcStatusCode } from './grpc-errors';

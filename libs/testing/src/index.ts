@@ -3,3 +3,5 @@ export type { RedisServerOptions } from './redis-server';
 export { uniquePrefix } from './unique-prefix';
 export { waitFor } from './wait-for';
 export type { WaitForOptions } from './wait-for';
+export { ServiceProcess, readMetric, repoRoot } from './service-process';
+export type { LogEntry, ServiceProcessOptions } from './service-process';

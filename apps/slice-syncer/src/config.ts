@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import {
+  envDurationMs,
+  envInt,
+  envLogLevel,
+  envPort,
+  envUrl,
+  parseConfig,
+} from '@slicekeeper/config';
+import type { Environment } from '@slicekeeper/config';
+
+export const sliceSyncerConfigSchema = z
+  .object({
+    REDIS_URL: envUrl(
+      ['redis:', 'rediss:'],
+      'Redis holding snapshots, statuses and the queue.',
+      'redis://127.0.0.1:6379',
+    ),
+    REDIS_PREFIX: z
+      .string()
+      .regex(/^[a-z0-9-]+$/, 'must be lowercase letters, digits and "-"')
+      .default('sk')
+      .describe('Prefix of every Redis key; the same for all slicekeeper services.'),
+    KUBECONFIG: z
+      .string()
+      .optional()
+      .describe(
+        'Kubeconfig file of the cluster. Unset: in-cluster service account (KUBERNETES_SERVICE_HOST).',
+      ),
+    KUBERNETES_SERVICE_HOST: z
+      .string()
+      .optional()
+      .describe(
+        'Set by Kubernetes inside a pod; selects the in-cluster configuration when KUBECONFIG is unset.',
+      ),
+    SYNC_CONCURRENCY: envInt(8, 'Keys synced at once by one replica.', { min: 1, max: 256 }),
+    SYNC_WRITE_RATE: envInt(200, 'ResourceSlice writes per second, shared by all replicas.', {
+      min: 1,
+    }),
+    SYNC_WRITE_BURST: envInt(
+      400,
+      'Writes allowed at once after a quiet period, shared by all replicas.',
+      { min: 1 },
+    ),
+    SYNC_LOCK_DURATION: envDurationMs(
+      '5s',
+      "How long a dead replica's job stays locked before another replica takes it over.",
+    ),
+    SYNC_STALLED_INTERVAL: envDurationMs(
+      '2s',
+      'How often replicas look for jobs of dead replicas.',
+    ),
+    RESYNC_INTERVAL: envDurationMs(
+      '10m',
+      'Every known key is synced again once per interval (spread over it).',
+    ),
+    JANITOR_INTERVAL: envDurationMs(
+      '1m',
+      'How often slices of removed or unknown keys are looked for.',
+    ),
+    ORPHAN_GRACE: envDurationMs(
+      '10m',
+      'How long slices of keys slicekeeper has no record of survive (drivers re-registering after Redis lost its data).',
+    ),
+    NODE_UID_TTL: envDurationMs('30s', "How long a Node's UID is cached."),
+    PROBE_HOST: z
+      .string()
+      .default('0.0.0.0')
+      .describe('Address of the /metrics, /healthz and /readyz server.'),
+    PROBE_PORT: envPort(9464, 'Port of the /metrics, /healthz and /readyz server.'),
+    SHUTDOWN_TIMEOUT: envDurationMs(
+      '30s',
+      'How long in-flight syncs may take to finish on SIGTERM.',
+    ),
+    LOG_LEVEL: envLogLevel(),
+  })
+  .superRefine((config, ctx) => {
+    if (config.KUBECONFIG === undefined && config.KUBERNETES_SERVICE_HOST === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['KUBECONFIG'],
+        message: 'required outside a pod (no KUBERNETES_SERVICE_HOST)',
+      });
+    }
+  });
+
+export type SliceSyncerConfig = z.output<typeof sliceSyncerConfigSchema>;
+
+export function loadConfig(env: Environment): SliceSyncerConfig {
+  return parseConfig(sliceSyncerConfigSchema, env);
+}
+
+/** Where the cluster's API server is: a kubeconfig file, or the pod's service account. */
+export function kubeconfigSource(config: SliceSyncerConfig) {
+  return config.KUBECONFIG !== undefined
+    ? ({ kind: 'file', path: config.KUBECONFIG } as const)
+    : ({ kind: 'in-cluster' } as const);
+}

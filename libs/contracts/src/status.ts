@@ -1,0 +1,79 @@
+import { z } from 'zod';
+
+/** Where a plugin's inventory stream stands, as the plugin-watcher records it. */
+export const streamStates = [
+  /** Dialling the endpoint or waiting for the first message. */
+  'connecting',
+  /** Open; messages are being received. */
+  'streaming',
+  /** Failed; a reconnect is scheduled. */
+  'backoff',
+  /** The plugin ended the stream (EOF): its last inventory is kept until it re-registers. */
+  'ended',
+  /** The plugin answered Unimplemented: it publishes nothing; its slices are withdrawn. */
+  'unimplemented',
+  /** No live stream for longer than the wipe delay: the key's slices were withdrawn. */
+  'wiped',
+] as const;
+export type StreamStateName = (typeof streamStates)[number];
+
+export const streamStateSchema = z
+  .object({
+    state: z.enum(streamStates),
+    endpoint: z.string(),
+    /** Since when the stream is in this state, RFC 3339. */
+    since: z.iso.datetime({ offset: true }),
+    lastMessageAt: z.iso.datetime({ offset: true }).optional(),
+    /** Reconnect attempts since the last successful message. */
+    reconnects: z.number().int().nonnegative(),
+    error: z.string().optional(),
+  })
+  .strict();
+export type StreamState = z.infer<typeof streamStateSchema>;
+
+/** The outcome of a key's last sync, as the slice-syncer records it. */
+export const syncOutcomes = [
+  /** The key's slices match its latest snapshot. */
+  'synced',
+  /** The key has no registration or no inventory: its slices were deleted. */
+  'withdrawn',
+  /** The driver's inventory breaks a Kubernetes rule: nothing written until it sends a new one. */
+  'invalid',
+  /** The node does not exist (any more): parked, retried slowly. */
+  'node-missing',
+  /** The API server refused for good (403, 422): not retried until something changes. */
+  'failed',
+  /** A transient error; being retried with backoff. */
+  'retrying',
+] as const;
+export type SyncOutcome = (typeof syncOutcomes)[number];
+
+export const poolSummarySchema = z
+  .object({
+    name: z.string(),
+    generation: z.number().int().nonnegative(),
+    sliceCount: z.number().int().nonnegative(),
+    devices: z.number().int().nonnegative(),
+  })
+  .strict();
+export type PoolSummary = z.infer<typeof poolSummarySchema>;
+
+export const syncStatusSchema = z
+  .object({
+    outcome: z.enum(syncOutcomes),
+    /** The snapshot generation this outcome is for; 0 when there was no snapshot. */
+    snapshotGeneration: z.number().int().nonnegative(),
+    /** Names of the key's published slices. */
+    slices: z.array(z.string()),
+    pools: z.array(poolSummarySchema),
+    /** Why the sync did not succeed. */
+    error: z.string().optional(),
+    /** Attempts made for this snapshot generation. */
+    attempt: z.number().int().positive(),
+    startedAt: z.iso.datetime({ offset: true }),
+    finishedAt: z.iso.datetime({ offset: true }),
+    /** API writes the sync made (creates + updates + deletes). */
+    writes: z.number().int().nonnegative(),
+  })
+  .strict();
+export type SyncStatus = z.infer<typeof syncStatusSchema>;

@@ -1,0 +1,382 @@
+import {
+  CoreV1Api,
+  ResourceV1Api,
+  ServerConfiguration,
+  VersionApi,
+  createConfiguration,
+} from '@kubernetes/client-node';
+import type {
+  ConfigurationOptions,
+  HttpInfo,
+  RequestContext,
+  V1ResourceSliceList,
+} from '@kubernetes/client-node';
+import { keyId } from '@slicekeeper/contracts';
+import type { SliceKey } from '@slicekeeper/contracts';
+import { SlicekeeperError, TerminalError, TransientError } from '@slicekeeper/errors';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
+import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
+import { classifyKubeError, responseStatusOf } from './classify-kube-error';
+import type { KubeErrorCode } from './classify-kube-error';
+import { KubeTransport } from './kube-transport';
+import type { KubeconfigSource } from './kube-transport';
+import { toResourceSliceModel, toStoredResourceSlice } from './resource-slice-json';
+
+export interface KubeSliceClientOptions {
+  kubeconfig: KubeconfigSource;
+  /** How long a Node's UID is cached, ms. @defaultValue 30000 */
+  nodeUidTtlMs?: number;
+  /**
+   * How long "this Node does not exist" is cached, ms: short, because a joining Node appears
+   * soon and its driver's slices should follow quickly. @defaultValue 2000
+   */
+  nodeMissTtlMs?: number;
+  /** Injected for tests. @defaultValue Date.now */
+  now?: () => number;
+  /**
+   * Called once per API request with the verb (list/get/create/update/delete), the resource
+   * (resourceslices/nodes; `version` for ping) and the HTTP status (or 'error' when no response
+   * came), for metrics.
+   */
+  onRequest?: (verb: string, resource: string, code: number | 'error') => void;
+  /** Per-request timeout, ms, from sending until the whole body is read. @defaultValue 30000 */
+  requestTimeoutMs?: number;
+  /**
+   * Page size of the per-key list; a key has a handful of slices, so one page is the rule.
+   * @defaultValue 500
+   */
+  listPageSize?: number;
+}
+
+type Verb = 'list' | 'get' | 'create' | 'update' | 'delete';
+
+interface CachedNodeUid {
+  uid: string | undefined;
+  /** ms since the epoch, by the injected clock. */
+  expiresAt: number;
+  /** When the answer was read, ms (the client's clock). */
+  fetchedAt: number;
+}
+
+/** A request option this lib adds on top of what client-node's generated methods set. */
+interface RequestTweaks {
+  /** Overrides the Accept header, e.g. to ask for metadata only. */
+  accept?: string;
+}
+
+/** Ask for a Node's metadata only: its status (images, conditions) can be tens of KB. */
+const NODE_METADATA_ACCEPT =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+
+/** Who owns the fields we write, in managedFields (else the HTTP library's user agent). */
+const FIELD_MANAGER = 'slicekeeper';
+
+const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+
+/** A field selector value with `\`, `,` and `=` escaped (apimachinery `fields.EscapeValue`). */
+function escapeFieldValue(value: string): string {
+  return value.replace(/[\\,=]/g, (c) => `\\${c}`);
+}
+
+/** Our per-request timeout fired; classified as 'timeout'. */
+class RequestTimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+
+  constructor(timeoutMs: number, cause: unknown) {
+    super(`no complete response within ${timeoutMs} ms`, { cause });
+  }
+}
+
+function hasCode(error: unknown, code: KubeErrorCode): boolean {
+  return error instanceof SlicekeeperError && error.code === code;
+}
+
+/**
+ * The only code in slicekeeper that talks to the Kubernetes API: lists, creates, updates and
+ * deletes managed ResourceSlices and reads Node UIDs. Works with a kubeconfig (file or text,
+ * http or https) or the pod's service account. One keep-alive connection pool serves every call.
+ * Every method throws only classified errors (see {@link classifyKubeError}) with context, e.g.
+ * `update ResourceSlice "x": conflict: …`.
+ */
+export class KubeSliceClient {
+  private readonly transport: KubeTransport;
+  private readonly resources: ResourceV1Api;
+  private readonly core: CoreV1Api;
+  private readonly version: VersionApi;
+  private readonly now: () => number;
+  private readonly nodeUidTtlMs: number;
+  private readonly nodeMissTtlMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly listPageSize: number;
+  private readonly onRequest: KubeSliceClientOptions['onRequest'];
+  private readonly nodeUids = new Map<string, CachedNodeUid>();
+  private readonly nodeLookups = new Map<string, Promise<string | undefined>>();
+  private closing: Promise<void> | undefined;
+
+  /** @throws TerminalError (code 'config') when the kubeconfig cannot be loaded. */
+  constructor(options: KubeSliceClientOptions) {
+    this.transport = new KubeTransport(options.kubeconfig);
+    const configuration = createConfiguration({
+      baseServer: new ServerConfiguration(this.transport.server, {}),
+    });
+    this.resources = new ResourceV1Api(configuration);
+    this.core = new CoreV1Api(configuration);
+    this.version = new VersionApi(configuration);
+    this.now = options.now ?? Date.now;
+    this.nodeUidTtlMs = options.nodeUidTtlMs ?? 30_000;
+    this.nodeMissTtlMs = options.nodeMissTtlMs ?? 2_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.listPageSize = options.listPageSize ?? 500;
+    this.onRequest = options.onRequest;
+  }
+
+  /**
+   * The key's managed slices in their JSON shape: fieldSelector
+   * `spec.nodeName=<node>,spec.driver=<driver>` (`spec.nodeName=` for the cluster-scoped key,
+   * node ''), labelSelector `app.kubernetes.io/managed-by=slicekeeper`; follows `continue` pages,
+   * and lists again from the start once if a continue token expires.
+   */
+  async listSlices(key: SliceKey): Promise<StoredResourceSlice[]> {
+    const fieldSelector = `spec.nodeName=${escapeFieldValue(key.node)},spec.driver=${escapeFieldValue(key.driver)}`;
+    const context = `list ResourceSlices of "${keyId(key)}"`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const slices: StoredResourceSlice[] = [];
+        for await (const page of this.pages(context, fieldSelector, this.listPageSize)) {
+          slices.push(...page);
+        }
+        return slices;
+      } catch (error) {
+        if (attempt >= 2 || !hasCode(error, 'expired')) throw error;
+      }
+    }
+  }
+
+  /**
+   * Every managed slice of the cluster, page by page (for the janitor). Empty pages are skipped.
+   * @param pageSize - slices per request. @defaultValue 500
+   */
+  listManagedSlices(pageSize = 500): AsyncIterable<StoredResourceSlice[]> {
+    return this.pages('list managed ResourceSlices', undefined, pageSize);
+  }
+
+  /**
+   * The Node's UID, or undefined when the Node does not exist (404). Cached for nodeUidTtlMs, a
+   * miss for nodeMissTtlMs; concurrent lookups of one Node share one request. With `maxAgeMs`,
+   * a cached answer older than that is looked up again (before creating slices the Node owns).
+   */
+  async getNodeUid(
+    node: string,
+    { maxAgeMs }: { maxAgeMs?: number } = {},
+  ): Promise<string | undefined> {
+    const cached = this.nodeUids.get(node);
+    const now = this.now();
+    if (
+      cached !== undefined &&
+      cached.expiresAt > now &&
+      (maxAgeMs === undefined || now - cached.fetchedAt <= maxAgeMs)
+    ) {
+      return cached.uid;
+    }
+    const pending = this.nodeLookups.get(node);
+    if (pending !== undefined) return pending;
+    // Compared by identity below, after the first await, when it is assigned.
+    let lookup: Promise<string | undefined> | undefined = undefined;
+    lookup = (async () => {
+      try {
+        const uid = await this.readNodeUid(node);
+        // A forgetNode() while we waited means this answer may be stale: do not cache it.
+        if (this.nodeLookups.get(node) === lookup) {
+          const ttl = uid === undefined ? this.nodeMissTtlMs : this.nodeUidTtlMs;
+          this.nodeUids.set(node, { uid, fetchedAt: this.now(), expiresAt: this.now() + ttl });
+        }
+        return uid;
+      } finally {
+        if (this.nodeLookups.get(node) === lookup) this.nodeLookups.delete(node);
+      }
+    })();
+    this.nodeLookups.set(node, lookup);
+    return lookup;
+  }
+
+  /** Drops a cached Node UID (the syncer calls it when a write reveals the Node changed). */
+  forgetNode(node: string): void {
+    this.nodeUids.delete(node);
+    this.nodeLookups.delete(node);
+  }
+
+  /** POST; the API server names the slice from `metadata.generateName`. */
+  async createSlice(slice: ResourceSlice): Promise<StoredResourceSlice> {
+    const name = slice.metadata.name ?? slice.metadata.generateName ?? '';
+    const created = await this.request(
+      'create',
+      'resourceslices',
+      `create ResourceSlice "${name}"`,
+      (options) =>
+        this.resources.createResourceSliceWithHttpInfo(
+          { body: toResourceSliceModel(slice), fieldManager: FIELD_MANAGER },
+          options,
+        ),
+    );
+    return toStoredResourceSlice(created);
+  }
+
+  /** PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict'). */
+  async updateSlice(slice: StoredResourceSlice): Promise<StoredResourceSlice> {
+    const { name } = slice.metadata;
+    const updated = await this.request(
+      'update',
+      'resourceslices',
+      `update ResourceSlice "${name}"`,
+      (options) =>
+        this.resources.replaceResourceSliceWithHttpInfo(
+          { name, body: toResourceSliceModel(slice), fieldManager: FIELD_MANAGER },
+          options,
+        ),
+    );
+    return toStoredResourceSlice(updated);
+  }
+
+  /**
+   * DELETE with preconditions {uid, resourceVersion}: a slice that changed or was replaced
+   * meanwhile is not deleted ('conflict'); 404 = already gone = success.
+   */
+  async deleteSlice(target: { name: string; uid: string; resourceVersion: string }): Promise<void> {
+    try {
+      await this.request(
+        'delete',
+        'resourceslices',
+        `delete ResourceSlice "${target.name}"`,
+        (options) =>
+          this.resources.deleteResourceSliceWithHttpInfo(
+            {
+              name: target.name,
+              body: { preconditions: { uid: target.uid, resourceVersion: target.resourceVersion } },
+            },
+            options,
+          ),
+      );
+    } catch (error) {
+      if (!hasCode(error, 'not-found')) throw error;
+    }
+  }
+
+  /** Resolves when the API server answers GET /version; for /readyz. */
+  async ping(): Promise<void> {
+    await this.request('get', 'version', 'get API server version', (options) =>
+      this.version.getCodeWithHttpInfo(undefined, options),
+    );
+  }
+
+  /** Closes pooled connections; later calls fail with 'connection'. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= Promise.resolve().then(() => {
+      this.transport.close();
+    });
+    return this.closing;
+  }
+
+  private async *pages(
+    context: string,
+    fieldSelector: string | undefined,
+    limit: number,
+  ): AsyncGenerator<StoredResourceSlice[]> {
+    let token: string | undefined;
+    do {
+      const list: V1ResourceSliceList = await this.request(
+        'list',
+        'resourceslices',
+        context,
+        (options) =>
+          this.resources.listResourceSliceWithHttpInfo(
+            {
+              labelSelector: MANAGED_LABEL_SELECTOR,
+              limit,
+              ...(fieldSelector === undefined ? {} : { fieldSelector }),
+              ...(token === undefined ? {} : { _continue: token }),
+            },
+            options,
+          ),
+      );
+      let page: StoredResourceSlice[];
+      try {
+        page = list.items.map(toStoredResourceSlice);
+      } catch (error) {
+        throw classifyKubeError(error, context, { now: this.now });
+      }
+      if (page.length > 0) yield page;
+      token = list.metadata?._continue === '' ? undefined : list.metadata?._continue;
+    } while (token !== undefined);
+  }
+
+  private async readNodeUid(node: string): Promise<string | undefined> {
+    if (node === '') {
+      throw new TerminalError('get Node "": a cluster-scoped key has no Node', {
+        code: 'bad-request',
+      });
+    }
+    try {
+      const read = await this.request(
+        'get',
+        'nodes',
+        `get Node "${node}"`,
+        (options) => this.core.readNodeWithHttpInfo({ name: node }, options),
+        { accept: NODE_METADATA_ACCEPT },
+      );
+      const uid = read.metadata?.uid;
+      if (uid === undefined || uid === '') {
+        throw new TransientError(`get Node "${node}": the API server returned no uid`, {
+          code: 'error',
+        });
+      }
+      return uid;
+    } catch (error) {
+      if (hasCode(error, 'not-found')) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Sends one API request with our connection pool, credentials and timeout, reports it to
+   * onRequest and classifies any failure. client-node 1.4 takes neither an agent nor an abort
+   * signal per call, and its per-call middleware option is mistyped; a per-call auth method is
+   * its one typed hook that sees the request, so that is where both are set.
+   */
+  private async request<T>(
+    verb: Verb,
+    resource: string,
+    context: string,
+    send: (options: ConfigurationOptions) => Promise<HttpInfo<T>>,
+    tweaks: RequestTweaks = {},
+  ): Promise<T> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => {
+      abort.abort();
+    }, this.requestTimeoutMs);
+    const options: ConfigurationOptions = {
+      authMethods: {
+        default: {
+          getName: () => 'slicekeeper',
+          applySecurityAuthentication: async (request: RequestContext) => {
+            await this.transport.prepare(request);
+            if (tweaks.accept !== undefined) request.setHeaderParam('Accept', tweaks.accept);
+            request.setSignal(abort.signal);
+          },
+        },
+      },
+    };
+    try {
+      const response = await send(options);
+      this.onRequest?.(verb, resource, response.httpStatusCode);
+      return response.data;
+    } catch (error) {
+      this.onRequest?.(verb, resource, responseStatusOf(error) ?? 'error');
+      const cause = abort.signal.aborted
+        ? new RequestTimeoutError(this.requestTimeoutMs, error)
+        : error;
+      throw classifyKubeError(cause, context, { now: this.now });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,4 @@
+export { createRedisConnection } from './redis-connection';
+export type { RedisConnectionOptions } from './redis-connection';
+export { SYNC_ATTEMPTS, SYNC_BACKOFF_TYPE, SyncQueue, syncJobOptions } from './sync-queue';
+export type { SyncQueueOptions } from './sync-queue';

@@ -1,0 +1,45 @@
+import { TransientError } from '@slicekeeper/errors';
+
+export interface BackoffPolicy {
+  /** First retry's upper bound, ms. @defaultValue 100 */
+  baseMs: number;
+  /** Largest upper bound, ms. @defaultValue 300000 (5 minutes) */
+  capMs: number;
+  /** Delay between checks of a key whose Node is missing, ms. @defaultValue 60000 */
+  nodeMissingMs: number;
+}
+
+export const defaultBackoffPolicy: BackoffPolicy = {
+  baseMs: 100,
+  capMs: 300_000,
+  nodeMissingMs: 60_000,
+};
+
+/** A key is parked because its Node does not exist: retried slowly, never in a hot loop. */
+export class NodeMissingError extends TransientError {
+  constructor(node: string) {
+    super(`node "${node}" does not exist`, { code: 'node-missing' });
+  }
+}
+
+/**
+ * The delay before retry number `attempt` (1 for the first retry): exponential backoff with
+ * full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): uniformly random in
+ * [0, min(cap, base·2^(attempt-1))], so that many keys failing together do not retry together.
+ * A Retry-After from the server is a floor. A missing Node waits `nodeMissingMs` (±50%).
+ */
+export function retryDelayMs(
+  attempt: number,
+  error: unknown,
+  random: () => number = Math.random,
+  policy: BackoffPolicy = defaultBackoffPolicy,
+): number {
+  if (error instanceof NodeMissingError) {
+    return Math.round(policy.nodeMissingMs * (0.5 + random()));
+  }
+  const exponent = Math.min(Math.max(attempt, 1) - 1, 40);
+  const bound = Math.min(policy.capMs, policy.baseMs * 2 ** exponent);
+  const jittered = Math.round(random() * bound);
+  const floor = error instanceof TransientError ? (error.retryAfterMs ?? 0) : 0;
+  return Math.max(jittered, floor);
+}

@@ -1,0 +1,190 @@
+import { Queue, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { Gauge } from 'prom-client';
+import type { Registry } from 'prom-client';
+import {
+  MAINTENANCE_QUEUE_NAME,
+  keyId,
+  parseKeyId,
+  queuePrefix,
+  redisKeys,
+} from '@slicekeeper/contracts';
+import type { MaintenanceJob, RedisKeys, SliceKey } from '@slicekeeper/contracts';
+import { errorMessage } from '@slicekeeper/errors';
+import type { SyncQueue } from '@slicekeeper/queue';
+import type { SliceApi } from './slice-api';
+
+export interface MaintenanceOptions {
+  /** A dedicated connection for the maintenance worker. */
+  connection: Redis;
+  /** For reading registrations, tombstones and orphans. */
+  redis: Redis;
+  prefix?: string;
+  api: SliceApi;
+  syncQueue: SyncQueue;
+  logger: Logger;
+  /** Every known key is synced once per interval, spread over it, ms. @defaultValue 600000 */
+  resyncIntervalMs?: number;
+  /** How often the janitor looks for slices of removed or unknown keys, ms. @defaultValue 60000 */
+  janitorIntervalMs?: number;
+  /**
+   * How long slices of a key slicekeeper has never heard of survive, ms: long enough for drivers
+   * to re-register after Redis lost its data. @defaultValue 600000
+   */
+  orphanGraceMs?: number;
+  registry?: Registry;
+  /** Injected for tests. */
+  now?: () => number;
+  random?: () => number;
+}
+
+/**
+ * The syncer's safety nets, run by BullMQ job schedulers so that each run happens on one
+ * replica however many there are: a periodic full resync (every known key re-enqueued, spread
+ * over the interval, so that anything missed converges) and the janitor (slices of removed keys
+ * deleted promptly; slices of unknown keys only after the orphan grace period).
+ */
+export class Maintenance {
+  private readonly queue: Queue;
+  private readonly worker: Worker;
+  private readonly keys: RedisKeys;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private readonly publishedSlices: Gauge | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: MaintenanceOptions) {
+    const prefix = queuePrefix(options.prefix ?? 'sk');
+    this.keys = redisKeys(options.prefix);
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.queue = new Queue(MAINTENANCE_QUEUE_NAME, { connection: options.connection, prefix });
+    this.worker = new Worker(
+      MAINTENANCE_QUEUE_NAME,
+      (job: Job) => this.process(job.name as MaintenanceJob),
+      {
+        connection: options.connection,
+        prefix,
+        autorun: false,
+        concurrency: 1,
+      },
+    );
+    this.worker.on('error', (error) => {
+      options.logger.error({ err: errorMessage(error) }, 'maintenance worker error');
+    });
+    this.publishedSlices =
+      options.registry === undefined
+        ? undefined
+        : new Gauge({
+            name: 'slicekeeper_published_slices',
+            help: 'ResourceSlices managed by slicekeeper, as last counted by the janitor.',
+            registers: [options.registry],
+          });
+  }
+
+  async start(): Promise<void> {
+    const resyncEvery = this.options.resyncIntervalMs ?? 600_000;
+    const janitorEvery = this.options.janitorIntervalMs ?? 60_000;
+    await this.queue.upsertJobScheduler(
+      'resync',
+      { every: resyncEvery },
+      { name: 'resync', opts: { removeOnComplete: true, removeOnFail: 10 } },
+    );
+    await this.queue.upsertJobScheduler(
+      'janitor',
+      { every: janitorEvery },
+      { name: 'janitor', opts: { removeOnComplete: true, removeOnFail: 10 } },
+    );
+    void this.worker.run().catch((error: unknown) => {
+      this.options.logger.error({ err: errorMessage(error) }, 'maintenance worker stopped');
+    });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.worker.close();
+      await this.queue.close();
+    })();
+    return this.closing;
+  }
+
+  async process(job: MaintenanceJob): Promise<void> {
+    if (job === 'resync') await this.resync();
+    else await this.janitor();
+  }
+
+  /** Re-enqueues every registered or published key, spread over the resync interval. */
+  async resync(): Promise<number> {
+    const { redis, syncQueue } = this.options;
+    const spread = this.options.resyncIntervalMs ?? 600_000;
+    const ids = new Set([
+      ...(await redis.zrange(this.keys.registrationIndex, 0, -1)),
+      ...(await redis.zrange(this.keys.knownKeys, 0, -1)),
+    ]);
+    for (const id of ids)
+      await syncQueue.enqueue(parseKeyId(id), 'resync', Math.floor(this.random() * spread));
+    this.options.logger.info({ keys: ids.size }, 'resync scheduled');
+    return ids.size;
+  }
+
+  /**
+   * Finds managed slices whose key is not registered: a removed key (tombstone) is synced at
+   * once, which withdraws its slices; a key slicekeeper has no record of is remembered as an
+   * orphan and synced only once it has been an orphan for the grace period.
+   */
+  async janitor(): Promise<{ removed: number; orphans: number }> {
+    const { redis, api, syncQueue } = this.options;
+    const keys = new Map<string, SliceKey>();
+    let slices = 0;
+    for await (const page of api.listManagedSlices(500)) {
+      for (const slice of page) {
+        slices++;
+        const key = { node: slice.spec.nodeName ?? '', driver: slice.spec.driver };
+        keys.set(keyId(key), key);
+      }
+    }
+    this.publishedSlices?.set(slices);
+    const now = this.now();
+    const grace = this.options.orphanGraceMs ?? 600_000;
+    let removed = 0;
+    let orphans = 0;
+    for (const [id, key] of keys) {
+      const [registrations, snapshot] = await Promise.all([
+        redis.hlen(this.keys.registrations(key)),
+        redis.exists(this.keys.snapshot(key)),
+      ]);
+      if (registrations > 0) {
+        await redis.zrem(this.keys.orphans, id);
+        continue;
+      }
+      if ((await redis.zscore(this.keys.tombstones, id)) !== null) {
+        await syncQueue.enqueue(key, 'janitor');
+        removed++;
+        continue;
+      }
+      if (snapshot > 0) {
+        // A watcher still streams it (its registration was lost with Redis' data): not an orphan.
+        await redis.zrem(this.keys.orphans, id);
+        continue;
+      }
+      await redis.zadd(this.keys.orphans, 'NX', now, id);
+      const since = Number(await redis.zscore(this.keys.orphans, id));
+      if (now - since >= grace) {
+        await syncQueue.enqueue(key, 'janitor');
+        orphans++;
+      }
+    }
+    // Tombstones and orphans whose slices are all gone have nothing left to do.
+    for (const id of await redis.zrange(this.keys.tombstones, 0, -1)) {
+      if (!keys.has(id)) await redis.zrem(this.keys.tombstones, id);
+    }
+    for (const id of await redis.zrange(this.keys.orphans, 0, -1)) {
+      if (!keys.has(id)) await redis.zrem(this.keys.orphans, id);
+    }
+    if (removed + orphans > 0)
+      this.options.logger.info({ removed, orphans }, 'janitor enqueued withdrawals');
+    return { removed, orphans };
+  }
+}

@@ -1,0 +1,411 @@
+import { Redis } from 'ioredis';
+import { startKubeEmulator } from '@slicekeeper/apiserver';
+import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
+import { keyId, redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
+import type { DriverInventory, Pool, SliceKey, SyncStatus } from '@slicekeeper/contracts';
+import { KubeSliceClient } from '@slicekeeper/kube';
+import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
+import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
+import { RegistrationStore } from '@slicekeeper/registry';
+import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
+import { Maintenance } from './maintenance';
+import { SliceSyncer } from './slice-syncer';
+import { SyncProcessor } from './sync-processor';
+import { SyncerMetrics } from './syncer-metrics';
+
+const logger = createLogger({ service: 'slice-syncer-test', level: 'silent' });
+
+interface ListedSlice {
+  metadata: {
+    name: string;
+    labels?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+  };
+  spec: {
+    driver: string;
+    nodeName?: string;
+    pool: { name: string; generation: number; resourceSliceCount: number };
+    devices?: { name: string }[];
+  };
+}
+
+function gpus(count: number, memory = '80Gi'): Pool {
+  return {
+    name: 'node-a',
+    scope: { kind: 'node' },
+    devices: Array.from({ length: count }, (_, i) => ({
+      name: `gpu-${i}`,
+      attributes: { model: { string: 'A100' }, index: { int: i } },
+      capacity: { memory: { value: memory } },
+    })),
+  };
+}
+
+/** One syncer replica in this process, against a private Redis and the emulator. */
+class Harness {
+  readonly prefix = uniquePrefix('syncer');
+  readonly keys = redisKeys(this.prefix);
+  readonly redis: Redis;
+  readonly registrations: RegistrationStore;
+  readonly queue: SyncQueue;
+  readonly metrics: SyncerMetrics;
+  readonly syncer: SliceSyncer;
+  readonly api: KubeSliceClient;
+  private readonly workerConnection: Redis;
+  private generation = 0;
+
+  constructor(
+    redisUrl: string,
+    readonly kube: RunningKubeEmulator,
+  ) {
+    this.redis = createRedisConnection({ url: redisUrl });
+    this.workerConnection = createRedisConnection({ url: redisUrl });
+    this.registrations = new RegistrationStore({ redis: this.redis, prefix: this.prefix });
+    this.queue = new SyncQueue({ connection: this.redis, prefix: this.prefix });
+    this.metrics = new SyncerMetrics(createMetricsRegistry('test'));
+    const api = new KubeSliceClient({ kubeconfig: { kind: 'yaml', text: kube.kubeconfig } });
+    this.api = api;
+    const processor = new SyncProcessor({
+      api,
+      redis: this.redis,
+      prefix: this.prefix,
+      logger,
+      metrics: this.metrics,
+      nodeConfirmAgeMs: 0,
+    });
+    this.syncer = new SliceSyncer({
+      connection: this.workerConnection,
+      prefix: this.prefix,
+      processor,
+      logger,
+      backoff: { baseMs: 5, capMs: 50, nodeMissingMs: 60_000 },
+    });
+    this.syncer.start();
+  }
+
+  /** What the plugin-watcher does with a driver message: store the snapshot, enqueue. */
+  async publish(key: SliceKey, inventory: DriverInventory): Promise<number> {
+    this.generation++;
+    if ((await this.registrations.get(key)).length === 0) {
+      await this.registrations.add({
+        ...key,
+        endpoint: 'unix:///run/driver.sock',
+        version: 'v1.ResourcePublisher',
+      });
+    }
+    await this.redis.set(
+      this.keys.snapshot(key),
+      JSON.stringify({
+        generation: this.generation,
+        receivedAt: new Date().toISOString(),
+        endpoint: 'unix:///run/driver.sock',
+        inventory,
+      }),
+    );
+    await this.queue.enqueue(key, 'snapshot');
+    return this.generation;
+  }
+
+  async status(key: SliceKey): Promise<SyncStatus | undefined> {
+    const raw = await this.redis.get(this.keys.syncStatus(key));
+    return raw === null ? undefined : syncStatusSchema.parse(JSON.parse(raw));
+  }
+
+  /** Waits until the key's status is for `generation` and has the outcome. */
+  async settled(
+    key: SliceKey,
+    generation: number,
+    outcome: SyncStatus['outcome'] = 'synced',
+  ): Promise<SyncStatus> {
+    return waitFor(
+      async () => {
+        const status = await this.status(key);
+        const idle =
+          (await this.queue.queue.getJobCountByTypes('active', 'waiting', 'delayed')) === 0;
+        return status?.snapshotGeneration === generation && status.outcome === outcome && idle
+          ? status
+          : undefined;
+      },
+      { description: `${keyId(key)} ${outcome} at generation ${generation}`, timeoutMs: 15_000 },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.syncer.close();
+    await this.queue.close();
+    await this.api.close();
+    this.redis.disconnect();
+    this.workerConnection.disconnect();
+  }
+}
+
+async function kubeGet<T>(kube: RunningKubeEmulator, path: string): Promise<T> {
+  const res = await fetch(`${kube.url}${path}`);
+  return (await res.json()) as T;
+}
+
+async function slicesOf(kube: RunningKubeEmulator, key: SliceKey): Promise<ListedSlice[]> {
+  const list = await kubeGet<{ items: ListedSlice[] }>(
+    kube,
+    `/apis/resource.k8s.io/v1/resourceslices?fieldSelector=${encodeURIComponent(`spec.nodeName=${key.node},spec.driver=${key.driver}`)}`,
+  );
+  return list.items;
+}
+
+async function createNode(kube: RunningKubeEmulator, name: string): Promise<string> {
+  const res = await fetch(`${kube.url}/api/v1/nodes`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name } }),
+  });
+  const node = (await res.json()) as { metadata: { uid: string } };
+  return node.metadata.uid;
+}
+
+function writes(kube: RunningKubeEmulator): number {
+  return ['create', 'update', 'delete'].reduce(
+    (sum, verb) => sum + kube.emulator.count({ verb, resource: 'resourceslices' }),
+    0,
+  );
+}
+
+describe('slice-syncer', () => {
+  let redisServer: RedisServer;
+  let kube: RunningKubeEmulator;
+  let harness: Harness;
+  const gpuA = { node: 'node-a', driver: 'gpu.example.com' };
+  let nodeUid: string;
+
+  beforeAll(async () => {
+    redisServer = await RedisServer.start();
+  });
+  afterAll(() => redisServer.stop());
+  beforeEach(async () => {
+    kube = await startKubeEmulator({ port: 0 });
+    nodeUid = await createNode(kube, 'node-a');
+    harness = new Harness(redisServer.url, kube);
+  });
+  afterEach(async () => {
+    await harness.close();
+    await kube.close();
+  });
+
+  it('publishes a snapshot as owned, labelled slices of one pool generation', async () => {
+    const big = { ...gpus(130) };
+    const generation = await harness.publish(gpuA, { pools: [big] });
+    const status = await harness.settled(gpuA, generation);
+
+    const slices = await slicesOf(kube, gpuA);
+    expect(slices).toHaveLength(2);
+    for (const slice of slices) {
+      expect(slice.metadata.labels).toEqual({ 'app.kubernetes.io/managed-by': 'slicekeeper' });
+      expect(slice.metadata.ownerReferences).toEqual([
+        { apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: nodeUid, controller: true },
+      ]);
+      expect(slice.spec.nodeName).toBe('node-a');
+      expect(slice.spec.pool).toEqual({ name: 'node-a', generation: 1, resourceSliceCount: 2 });
+    }
+    expect(
+      slices
+        .flatMap((s) => s.spec.devices ?? [])
+        .map((d) => d.name)
+        .sort(),
+    ).toEqual(big.devices.map((d) => d.name).sort());
+    expect(status).toMatchObject({
+      outcome: 'synced',
+      writes: 2,
+      pools: [{ name: 'node-a', generation: 1, sliceCount: 2, devices: 130 }],
+    });
+    expect(status.slices).toEqual(slices.map((s) => s.metadata.name).sort());
+  });
+
+  it('writes only what changed, and nothing for an unchanged snapshot', async () => {
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(8)] }));
+    const before = writes(kube);
+
+    const changed = gpus(8);
+    changed.devices[3] = {
+      ...changed.devices[3],
+      name: 'gpu-3',
+      capacity: { memory: { value: '40Gi' } },
+    };
+    const status = await harness.settled(gpuA, await harness.publish(gpuA, { pools: [changed] }));
+    expect(writes(kube) - before).toBe(1);
+    expect(kube.emulator.count({ verb: 'update', resource: 'resourceslices' })).toBe(1);
+    expect(status.writes).toBe(1);
+
+    const unchanged = writes(kube);
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [changed] }));
+    expect(writes(kube)).toBe(unchanged);
+  });
+
+  it('withdraws the slices of a removed plugin', async () => {
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(4)] }));
+    await harness.registrations.remove(gpuA);
+    await harness.queue.enqueue(gpuA, 'removed');
+    await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+      description: 'slices withdrawn',
+    });
+    await waitFor(async () => (await harness.status(gpuA))?.outcome === 'withdrawn', {
+      description: 'withdrawn status',
+    });
+    expect(await harness.registrations.tombstones(new Date(Date.now() + 1000))).toEqual([]);
+  });
+
+  it('records invalid inventory once, keeps the published slices, and leaves other keys alone', async () => {
+    const nicA = { node: 'node-a', driver: 'nic.example.com' };
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+    const published = await slicesOf(kube, gpuA);
+
+    const bad = gpus(2);
+    bad.devices[1] = { name: 'GPU_1' };
+    const badGeneration = await harness.publish(gpuA, { pools: [bad] });
+    const nicGeneration = await harness.publish(nicA, { pools: [{ ...gpus(1), name: 'node-a' }] });
+
+    const status = await harness.settled(gpuA, badGeneration, 'invalid');
+    expect(status.attempt).toBe(1);
+    expect(status.error).toContain('pools[0].devices[1].name: Invalid value: "GPU_1"');
+    expect(await slicesOf(kube, gpuA)).toEqual(published);
+    await harness.settled(nicA, nicGeneration);
+    expect(await slicesOf(kube, nicA)).toHaveLength(1);
+  });
+
+  it('converges through 409 storms, 429 with Retry-After and 500s', async () => {
+    kube.emulator.injectFault({
+      verb: 'create',
+      resource: 'resourceslices',
+      status: 409,
+      times: 3,
+    });
+    kube.emulator.injectFault({ verb: 'list', resource: 'resourceslices', status: 500, times: 3 });
+    kube.emulator.injectFault({
+      verb: 'list',
+      resource: 'resourceslices',
+      status: 429,
+      times: 1,
+      retryAfterSeconds: 1,
+    });
+    const generation = await harness.publish(gpuA, { pools: [gpus(3)] });
+    const status = await harness.settled(gpuA, generation);
+    expect(status.attempt).toBeGreaterThan(1);
+    expect(await slicesOf(kube, gpuA)).toHaveLength(1);
+    expect(kube.emulator.count({ verb: 'list', resource: 'resourceslices', code: 429 })).toBe(1);
+  });
+
+  it('parks a key whose Node is missing, and publishes as soon as news arrives', async () => {
+    const gpuB = { node: 'node-b', driver: 'gpu.example.com' };
+    await harness.publish(gpuB, { pools: [{ ...gpus(1), name: 'node-b' }] });
+    await waitFor(async () => (await harness.status(gpuB))?.outcome === 'node-missing', {
+      description: 'node-missing',
+    });
+    // Parked for about a minute (the harness' park delay), not retried in a hot loop.
+    const [parked] = await harness.queue.queue.getDelayed();
+    expect(parked?.delay).toBeGreaterThanOrEqual(30_000);
+
+    await createNode(kube, 'node-b');
+    const generation = await harness.publish(gpuB, { pools: [{ ...gpus(1), name: 'node-b' }] });
+    await harness.settled(gpuB, generation);
+    expect(await slicesOf(kube, gpuB)).toHaveLength(1);
+  });
+
+  it('lets deleting the Node garbage-collect its slices and parks the key', async () => {
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+    await fetch(`${kube.url}/api/v1/nodes/node-a`, { method: 'DELETE' });
+    await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+      description: 'garbage collection',
+    });
+    await harness.queue.enqueue(gpuA, 'resync');
+    await waitFor(async () => (await harness.status(gpuA))?.outcome === 'node-missing', {
+      description: 'parked',
+    });
+  });
+
+  describe('maintenance', () => {
+    let clock: number;
+    let maintenance: Maintenance;
+    let connection: Redis;
+    beforeEach(() => {
+      clock = Date.parse('2026-11-21T12:00:00Z');
+      connection = createRedisConnection({ url: redisServer.url });
+      maintenance = new Maintenance({
+        connection,
+        redis: harness.redis,
+        prefix: harness.prefix,
+        api: harness.api,
+        syncQueue: harness.queue,
+        logger,
+        orphanGraceMs: 600_000,
+        resyncIntervalMs: 600_000,
+        now: () => clock,
+        random: () => 0.5,
+      });
+    });
+    afterEach(async () => {
+      await maintenance.close();
+      connection.disconnect();
+    });
+
+    it('withdraws a removed key promptly even when its sync job was lost', async () => {
+      await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+      await harness.registrations.remove(gpuA); // the API's job never made it
+      expect(await maintenance.janitor()).toEqual({ removed: 1, orphans: 0 });
+      await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+        description: 'withdrawal',
+      });
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+    });
+
+    it('keeps slices of unknown keys for the orphan grace period, then deletes them', async () => {
+      // Published earlier, then Redis lost everything: slicekeeper has no record of the key.
+      await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+      await harness.redis.del(
+        harness.keys.snapshot(gpuA),
+        harness.keys.registrations(gpuA),
+        harness.keys.syncStatus(gpuA),
+      );
+      await harness.redis.del(harness.keys.registrationIndex, harness.keys.knownKeys);
+
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+      clock += 599_000;
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+      expect(await slicesOf(kube, gpuA)).toHaveLength(1);
+
+      clock += 1000;
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 1 });
+      await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+        description: 'orphans deleted',
+      });
+    });
+
+    it('forgets an orphan whose driver re-registers within the grace period', async () => {
+      await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+      await harness.redis.del(harness.keys.snapshot(gpuA), harness.keys.registrations(gpuA));
+      await maintenance.janitor();
+      const generation = await harness.publish(gpuA, { pools: [gpus(2)] });
+      await harness.settled(gpuA, generation);
+      clock += 3_600_000;
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+      expect(await slicesOf(kube, gpuA)).toHaveLength(1);
+    });
+
+    it('resyncs every known key, spread over the interval', async () => {
+      const keys = ['node-a', 'node-b', 'node-c'].map((node) => ({
+        node,
+        driver: 'gpu.example.com',
+      }));
+      for (const key of keys) {
+        await harness.registrations.add({
+          ...key,
+          endpoint: 'unix:///run/gpu.sock',
+          version: 'v1.ResourcePublisher',
+        });
+      }
+      await harness.syncer.close();
+      expect(await maintenance.resync()).toBe(3);
+      const delayed = await harness.queue.queue.getDelayed();
+      expect(
+        delayed.map((job) => `${job.data.node}/${job.data.reason}/${job.delay}`).sort(),
+      ).toEqual(['node-a/resync/300000', 'node-b/resync/300000', 'node-c/resync/300000']);
+    });
+  });
+});

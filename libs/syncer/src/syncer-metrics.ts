@@ -1,0 +1,50 @@
+import { Counter, Histogram } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { syncOutcomes } from '@slicekeeper/contracts';
+
+/** The slice-syncer's metrics. What to alert on is in the README's operations section. */
+export class SyncerMetrics {
+  /** Syncs by outcome. Alert when `retrying` or `failed` keep growing. */
+  readonly syncs: Counter<'outcome'>;
+  readonly duration: Histogram<'outcome'>;
+  /** Kubernetes API requests by verb, resource and HTTP status ('error' = no response). */
+  readonly kubeRequests: Counter<'verb' | 'resource' | 'code'>;
+  /** ResourceSlice writes by operation. */
+  readonly sliceWrites: Counter<'op'>;
+  /** Syncs refused because another sync of the same key held its guard. Must stay 0. */
+  readonly overlaps: Counter;
+
+  constructor(registry: Registry) {
+    this.syncs = new Counter({
+      name: 'slicekeeper_syncs_total',
+      help: 'Syncs by outcome.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    });
+    for (const outcome of syncOutcomes) this.syncs.inc({ outcome }, 0);
+    this.duration = new Histogram({
+      name: 'slicekeeper_sync_duration_seconds',
+      help: 'Duration of one sync, from reading the snapshot to recording the status.',
+      labelNames: ['outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    this.kubeRequests = new Counter({
+      name: 'slicekeeper_kube_requests_total',
+      help: 'Kubernetes API requests by verb, resource and status code.',
+      labelNames: ['verb', 'resource', 'code'],
+      registers: [registry],
+    });
+    this.sliceWrites = new Counter({
+      name: 'slicekeeper_slice_writes_total',
+      help: 'ResourceSlice writes by operation (create, update, delete).',
+      labelNames: ['op'],
+      registers: [registry],
+    });
+    this.overlaps = new Counter({
+      name: 'slicekeeper_sync_overlaps_total',
+      help: 'Syncs refused because a sync of the same key was running. Must stay 0.',
+      registers: [registry],
+    });
+  }
+}
