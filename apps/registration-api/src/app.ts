@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import helmet from '@fastify/helmet';
+import Fastify from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
+import type { Logger } from '@slicekeeper/observability';
+import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { ApiMetrics } from './plugins/api-metrics';
+import { apiDocs } from './plugins/api-docs';
+import { errorHandler } from './plugins/error-handler';
+import { healthRoutes } from './routes/health-routes';
+import { pluginRoutes } from './routes/plugin-routes';
+import type { SyncRequester } from './routes/plugin-routes';
+
+/** The dependencies of the API, built by main.ts (or a test) and injected. */
+export interface AppOptions {
+  store: RegistrationStore;
+  statusReader: KeyStatusReader;
+  syncQueue: SyncRequester;
+  prober: PluginProber;
+  endpointPolicy: EndpointPolicy;
+  tokens: TokenAuthority;
+  /** For the shared rate-limit counters and the readiness check. */
+  redis: Redis;
+  /** slicekeeper's Redis prefix (rate-limit counters go under it). */
+  redisPrefix: string;
+  registry: Registry;
+  /** Requests per token per window, shared by all replicas. @defaultValue 600 */
+  rateLimitMax?: number;
+  /** @defaultValue 60000 */
+  rateLimitWindowMs?: number;
+  /** Endpoints one driver may have on one node at once. @defaultValue 4 */
+  maxEndpointsPerKey?: number;
+  /** ResourcePublisher versions spoken. @defaultValue the contracts' `SUPPORTED_PUBLISHER_VERSIONS` */
+  supportedVersions?: readonly string[];
+  /** How long `/readyz` waits for Redis to answer, ms. @defaultValue 2000 */
+  readinessTimeoutMs?: number;
+}
+
+/** Options of the fastify server itself, which a plugin cannot set. */
+export interface ServerOptions {
+  logger: Logger;
+  /** Largest request body, bytes; larger ones get 413. @defaultValue 16384 */
+  bodyLimitBytes?: number;
+  /** Trust X-Forwarded-For (only behind a proxy that sets it). @defaultValue false */
+  trustProxy?: boolean;
+}
+
+/** A request id the caller may pass in `x-request-id`, to follow a request across services. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * The root plugin: the whole API, given its dependencies. Tests build it with {@link buildApp}
+ * and use `inject`; main.ts builds it the same way and listens.
+ */
+export const registrationApi = fp(
+  async (app: FastifyInstance, options: AppOptions) => {
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler);
+    // JSON only: a text body is refused with 415 instead of reaching the schemas as a string.
+    app.removeContentTypeParser('text/plain');
+    const metrics = new ApiMetrics(options.registry);
+
+    app.addHook('onRequest', (request, reply, done) => {
+      void reply.header('x-request-id', request.id);
+      done();
+    });
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.requests.inc({ method: request.method, route, code: String(reply.statusCode) });
+      metrics.requestSeconds.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+      done();
+    });
+
+    await app.register(errorHandler);
+    await app.register(helmet, { global: true });
+    await app.register(apiDocs);
+    await app.register(healthRoutes, {
+      pingRedis: () => options.redis.ping(),
+      registry: options.registry,
+      ...(options.readinessTimeoutMs === undefined
+        ? {}
+        : { readinessTimeoutMs: options.readinessTimeoutMs }),
+    });
+    await app.register(pluginRoutes, {
+      prefix: '/v1',
+      store: options.store,
+      statusReader: options.statusReader,
+      syncQueue: options.syncQueue,
+      prober: options.prober,
+      endpointPolicy: options.endpointPolicy,
+      tokens: options.tokens,
+      metrics,
+      redis: options.redis,
+      redisPrefix: options.redisPrefix,
+      rateLimitMax: options.rateLimitMax ?? 600,
+      rateLimitWindowMs: options.rateLimitWindowMs ?? 60_000,
+      maxEndpointsPerKey: options.maxEndpointsPerKey ?? 4,
+      ...(options.supportedVersions === undefined
+        ? {}
+        : { supportedVersions: options.supportedVersions }),
+    });
+  },
+  { name: 'registration-api' },
+);
+
+/**
+ * Creates the fastify server with the API registered: request ids (the caller's `x-request-id`
+ * when well-formed, else a UUID) on every log line, the body limit, and poisoned JSON refused.
+ */
+export function buildApp(options: AppOptions & ServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: options.bodyLimitBytes ?? 16_384,
+    trustProxy: options.trustProxy ?? false,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // Node names may be 253 characters; the default (100) would turn long ones into 404s.
+    routerOptions: { maxParamLength: 300 },
+  });
+  void app.register(registrationApi, options);
+  return app as unknown as FastifyInstance;
+}

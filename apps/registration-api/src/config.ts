@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import {
+  envBoolean,
+  envDurationMs,
+  envInt,
+  envLogLevel,
+  envPort,
+  envUrl,
+  parseConfig,
+} from '@slicekeeper/config';
+import type { Environment } from '@slicekeeper/config';
+
+/** A comma-separated list; blanks dropped. */
+function envList(defaultValue: string, description: string) {
+  return z
+    .string()
+    .default(defaultValue)
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    )
+    .describe(description);
+}
+
+export const registrationApiConfigSchema = z.object({
+  HOST: z.string().default('0.0.0.0').describe('Address the API listens on.'),
+  PORT: envPort(
+    8080,
+    'Port of the API, its OpenAPI document (/docs) and /metrics, /healthz, /readyz.',
+  ),
+  REDIS_URL: envUrl(
+    ['redis:', 'rediss:'],
+    'Redis holding registrations, statuses, the sync queue and the rate-limit counters.',
+    'redis://127.0.0.1:6379',
+  ),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'must be lowercase letters, digits and "-"')
+    .default('sk')
+    .describe('Prefix of every Redis key; the same for all slicekeeper services.'),
+  TOKEN_FILE: z
+    .string()
+    .min(1)
+    .describe(
+      'JSON file of bearer tokens: {"tokens":[{"name","token","role":"admin"} or {"name","token","role":"node","node"}]}.',
+    ),
+  PLUGIN_SOCKET_DIRS: envList(
+    '/var/lib/kubelet/plugins',
+    'Comma-separated directories plugin unix sockets may live in; empty: no unix endpoints.',
+  ),
+  PLUGIN_TCP_ALLOWLIST: envList(
+    '',
+    'Comma-separated TCP destinations that may be dialled: host names, *.suffix wildcards, IP addresses, CIDRs; empty: no TCP endpoints.',
+  ),
+  PLUGIN_ALLOW_LOOPBACK: envBoolean(false, 'Permit loopback plugin endpoints (development only).'),
+  PLUGIN_ALLOW_LINK_LOCAL: envBoolean(
+    false,
+    'Permit link-local plugin endpoints; metadata services stay forbidden.',
+  ),
+  PLUGIN_DIAL_TIMEOUT: envDurationMs(
+    '10s',
+    'How long to wait for a plugin connection (kubelet: 10s).',
+  ),
+  PLUGIN_CALL_TIMEOUT: envDurationMs(
+    '1s',
+    'Deadline of GetInfo and NotifyRegistrationStatus (kubelet: 1s).',
+  ),
+  MAX_ENDPOINTS_PER_PLUGIN: envInt(
+    4,
+    'Endpoints one driver may have registered on one node at once (rolling updates need 2).',
+    { min: 1, max: 64 },
+  ),
+  RATE_LIMIT_MAX: envInt(600, 'Requests per token per rate-limit window, shared by all replicas.', {
+    min: 1,
+  }),
+  RATE_LIMIT_WINDOW: envDurationMs('1m', 'The rate-limit window.'),
+  BODY_LIMIT_BYTES: envInt(16_384, 'Largest request body accepted; larger ones get 413.', {
+    min: 1024,
+    max: 1_048_576,
+  }),
+  TRUST_PROXY: envBoolean(
+    false,
+    'Take the client address from X-Forwarded-For (only behind a trusted proxy).',
+  ),
+  SHUTDOWN_TIMEOUT: envDurationMs(
+    '30s',
+    'How long in-flight requests may take to finish on SIGTERM.',
+  ),
+  LOG_LEVEL: envLogLevel(),
+});
+
+export type RegistrationApiConfig = z.output<typeof registrationApiConfigSchema>;
+
+export function loadConfig(env: Environment): RegistrationApiConfig {
+  return parseConfig(registrationApiConfigSchema, env);
+}

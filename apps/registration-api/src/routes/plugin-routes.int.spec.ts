@@ -1,0 +1,339 @@
+import { redisKeys } from '@slicekeeper/contracts';
+import type { InventorySnapshot, StreamState, SyncStatus } from '@slicekeeper/contracts';
+import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
+import type { FakePlugin } from '../testing/api-harness';
+import {
+  ApiHarness,
+  NODE_B_TOKEN,
+  SOCKET_DIR,
+  admin,
+  auth,
+  gpuInfo,
+  nodeA,
+} from '../testing/api-harness';
+
+const socket = (name: string) => `unix://${SOCKET_DIR}/${name}.sock`;
+const GPU = socket('gpu');
+
+describe('plugin routes', () => {
+  let server: RedisServer;
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(() => server.stop());
+  beforeEach(async () => {
+    h = await new ApiHarness({ redisUrl: server.url, prefix: uniquePrefix('api') }).ready();
+  });
+  afterEach(() => h.close());
+
+  const register = (body: Record<string, unknown>, headers = admin) =>
+    h.app.inject({ method: 'POST', url: '/v1/plugins', headers, payload: body });
+
+  describe('POST /v1/plugins', () => {
+    it('probes, stores and answers 201 with the registration, then tells the plugin', async () => {
+      const res = await register({ node: 'node-a', endpoint: GPU });
+      expect(res.statusCode).toBe(201);
+      expect(res.headers.location).toBe('/v1/plugins/node-a/gpu.example.com');
+      expect(res.json()).toMatchObject({
+        node: 'node-a',
+        driver: 'gpu.example.com',
+        endpoint: GPU,
+        version: 'v1.ResourcePublisher',
+        sequence: 1,
+      });
+      expect(h.prober.connects).toEqual([GPU]);
+      expect(h.prober.told).toEqual([{ endpoint: GPU, outcome: { registered: true } }]);
+      expect(await h.store.get({ node: 'node-a', driver: 'gpu.example.com' })).toEqual([
+        res.json(),
+      ]);
+    });
+
+    it('answers 200 to the same registration again, and allows a second endpoint', async () => {
+      expect((await register({ node: 'node-a', endpoint: GPU })).statusCode).toBe(201);
+      const again = await register({ node: 'node-a', endpoint: GPU }, nodeA);
+      expect(again.statusCode).toBe(200);
+      expect(again.json()).toMatchObject({ endpoint: GPU, sequence: 2 });
+      const second = await register({ node: 'node-a', endpoint: socket('gpu-v2') });
+      expect(second.statusCode).toBe(201);
+      const stored = await h.store.get({ node: 'node-a', driver: 'gpu.example.com' });
+      expect(stored.map((r) => r.endpoint)).toEqual([socket('gpu-v2'), GPU]);
+    });
+
+    it('registers a plugin without the registration service from the declared driver', async () => {
+      h.prober.plugins.set(GPU, 'unimplemented');
+      const res = await register({
+        node: 'node-a',
+        endpoint: GPU,
+        driver: 'gpu.example.com',
+        supportedVersions: ['v1.ResourcePublisher'],
+      });
+      expect(res.statusCode).toBe(201);
+      const bare = await register({ node: 'node-b', endpoint: GPU });
+      expect(bare.statusCode).toBe(422);
+      expect(bare.json()).toMatchObject({ code: 'missing-plugin-info' });
+    });
+
+    const refusals: [string, FakePlugin, number, string, RegExp][] = [
+      [
+        'a plugin of another type',
+        { ...gpuInfo, type: 'CSIPlugin' },
+        422,
+        'wrong-plugin-type',
+        /"CSIPlugin", not a "DRAPlugin"/,
+      ],
+      [
+        'an invalid driver name',
+        { ...gpuInfo, name: 'GPU_Driver' },
+        422,
+        'invalid-driver-name',
+        /driver name "GPU_Driver"/,
+      ],
+      [
+        'no common version',
+        { ...gpuInfo, supportedVersions: ['v0.Legacy', 'v9.Future'] },
+        422,
+        'unsupported-versions',
+        /\["v0.Legacy", "v9.Future"\] is supported by slicekeeper \["v1.ResourcePublisher"\]/,
+      ],
+      ['a GetInfo timeout', 'timeout', 502, 'plugin-timeout', /no answer within/],
+      ['an unreachable plugin', 'unreachable', 502, 'plugin-unreachable', /refused/],
+    ];
+    it.each(refusals)(
+      'refuses %s and stores nothing',
+      async (_name, plugin, status, code, message) => {
+        h.prober.plugins.set(GPU, plugin);
+        const before = await h.redisState();
+        const res = await register({ node: 'node-a', endpoint: GPU });
+        expect(res.statusCode).toBe(status);
+        expect(res.json()).toEqual({
+          code,
+          message: expect.stringMatching(message) as unknown,
+          details: [],
+        });
+        expect(await h.redisState()).toEqual(before);
+        if (plugin !== 'unreachable') {
+          expect(h.prober.told).toEqual([
+            {
+              endpoint: GPU,
+              outcome: { registered: false, error: res.json<{ message: string }>().message },
+            },
+          ]);
+        }
+      },
+    );
+
+    it('refuses a driver name that differs from what the plugin reports', async () => {
+      const res = await register({ node: 'node-a', endpoint: GPU, driver: 'nic.example.com' });
+      expect(res.statusCode).toBe(422);
+      expect(res.json()).toMatchObject({ code: 'driver-mismatch' });
+    });
+
+    it('answers 409 for an endpoint another driver has on the node', async () => {
+      await register({ node: 'node-a', endpoint: GPU });
+      h.prober.plugins.set(GPU, { ...gpuInfo, name: 'nic.example.com' });
+      const res = await register({ node: 'node-a', endpoint: GPU });
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({
+        code: 'endpoint-in-use',
+        message: expect.stringContaining('registered for driver gpu.example.com') as unknown,
+      });
+      expect(h.prober.told.at(-1)?.outcome.registered).toBe(false);
+      // The same socket path on another node is another socket.
+      expect((await register({ node: 'node-b', endpoint: GPU })).statusCode).toBe(201);
+    });
+
+    it('answers 409 beyond the endpoints one driver may have on a node', async () => {
+      for (let i = 0; i < 4; i++) {
+        expect((await register({ node: 'node-a', endpoint: socket(`gpu-${i}`) })).statusCode).toBe(
+          201,
+        );
+      }
+      const res = await register({ node: 'node-a', endpoint: socket('gpu-4') });
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({ code: 'too-many-endpoints' });
+      expect((await register({ node: 'node-a', endpoint: socket('gpu-0') })).statusCode).toBe(200);
+    });
+  });
+
+  describe('DELETE /v1/plugins/{node}/{driver}', () => {
+    const key = { node: 'node-a', driver: 'gpu.example.com' };
+
+    it('removes one endpoint, then the rest, leaving a tombstone and a sync job', async () => {
+      await register({ node: 'node-a', endpoint: GPU });
+      await register({ node: 'node-a', endpoint: socket('gpu-v2') });
+      const one = await h.app.inject({
+        method: 'DELETE',
+        url: `/v1/plugins/node-a/gpu.example.com?endpoint=${encodeURIComponent(GPU)}`,
+        headers: nodeA,
+      });
+      expect(one.statusCode).toBe(200);
+      expect(
+        one.json<{ removed: { endpoint: string }[] }>().removed.map((r) => r.endpoint),
+      ).toEqual([GPU]);
+      expect(await h.store.tombstones(new Date(Date.now() + 1000))).toEqual([]);
+      const rest = await h.app.inject({
+        method: 'DELETE',
+        url: '/v1/plugins/node-a/gpu.example.com',
+        headers: admin,
+      });
+      expect(rest.statusCode).toBe(200);
+      expect(await h.store.get(key)).toEqual([]);
+      expect((await h.store.tombstones(new Date(Date.now() + 1000))).map((t) => t.key)).toEqual([
+        key,
+      ]);
+      const jobs = await h.queue.queue.getJobs(['waiting']);
+      expect(jobs.map((job) => job.data)).toEqual([{ ...key, reason: 'removed' }]);
+    });
+
+    it('answers 404 for a plugin or endpoint that is not registered', async () => {
+      const none = await h.app.inject({
+        method: 'DELETE',
+        url: '/v1/plugins/node-a/gpu.example.com',
+        headers: admin,
+      });
+      expect(none.statusCode).toBe(404);
+      expect(none.json()).toEqual({
+        code: 'not-found',
+        message: 'plugin node-a/gpu.example.com is not registered',
+        details: [],
+      });
+      await register({ node: 'node-a', endpoint: GPU });
+      const other = await h.app.inject({
+        method: 'DELETE',
+        url: `/v1/plugins/node-a/gpu.example.com?endpoint=${encodeURIComponent(socket('x'))}`,
+        headers: admin,
+      });
+      expect(other.statusCode).toBe(404);
+      expect(await h.store.get(key)).toHaveLength(1);
+    });
+  });
+
+  describe('GET /v1/plugins/{node}/{driver}', () => {
+    it('shows the registration with stream state, snapshot summary and sync status', async () => {
+      await register({ node: 'node-a', endpoint: GPU });
+      const key = { node: 'node-a', driver: 'gpu.example.com' };
+      const keys = redisKeys(h.prefix);
+      const stream: StreamState = {
+        state: 'streaming',
+        endpoint: GPU,
+        since: '2026-11-21T12:00:00.000Z',
+        lastMessageAt: '2026-11-21T12:00:01.000Z',
+        reconnects: 0,
+      };
+      const snapshot: InventorySnapshot = {
+        generation: 2,
+        receivedAt: '2026-11-21T12:00:01.000Z',
+        endpoint: GPU,
+        inventory: {
+          pools: [
+            {
+              name: 'node-a',
+              scope: { kind: 'node' },
+              devices: [{ name: 'gpu-0' }, { name: 'gpu-1' }],
+            },
+          ],
+        },
+      };
+      const sync: SyncStatus = {
+        outcome: 'retrying',
+        snapshotGeneration: 2,
+        slices: [],
+        pools: [],
+        error: 'create ResourceSlice: 503',
+        attempt: 3,
+        startedAt: '2026-11-21T12:00:02.000Z',
+        finishedAt: '2026-11-21T12:00:02.100Z',
+        writes: 0,
+      };
+      await h.redis.set(keys.streamState(key), JSON.stringify(stream));
+      await h.redis.set(keys.snapshot(key), JSON.stringify(snapshot));
+      await h.redis.set(keys.syncStatus(key), JSON.stringify(sync));
+      const res = await h.app.inject({
+        method: 'GET',
+        url: '/v1/plugins/node-a/gpu.example.com',
+        headers: nodeA,
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({
+        node: 'node-a',
+        driver: 'gpu.example.com',
+        registrations: [expect.objectContaining({ endpoint: GPU }) as unknown],
+        stream,
+        snapshot: {
+          generation: 2,
+          receivedAt: '2026-11-21T12:00:01.000Z',
+          endpoint: GPU,
+          pools: [{ name: 'node-a', devices: 2 }],
+          devices: 2,
+        },
+        sync,
+      });
+    });
+
+    it('answers 404 for a plugin that is not registered', async () => {
+      const res = await h.app.inject({
+        method: 'GET',
+        url: '/v1/plugins/node-a/gpu.example.com',
+        headers: admin,
+      });
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toMatchObject({ code: 'not-found' });
+    });
+  });
+
+  describe('GET /v1/plugins', () => {
+    beforeEach(async () => {
+      for (const node of ['node-a', 'node-b', 'node-c']) {
+        for (const driver of ['gpu.example.com', 'nic.example.com']) {
+          h.prober.plugins.set(socket(`${node}-${driver}`), { ...gpuInfo, name: driver });
+          await register({ node, endpoint: socket(`${node}-${driver}`) });
+        }
+      }
+    });
+
+    const list = async (query: string, headers = admin) => {
+      const res = await h.app.inject({ method: 'GET', url: `/v1/plugins${query}`, headers });
+      return {
+        status: res.statusCode,
+        body: res.json<{ items?: { node: string; driver: string }[]; next?: string }>(),
+        ids: (res.json<{ items?: { node: string; driver: string }[] }>().items ?? []).map(
+          (i) => `${i.node}/${i.driver}`,
+        ),
+      };
+    };
+
+    it('filters by node and by driver', async () => {
+      expect((await list('?node=node-b')).ids).toEqual([
+        'node-b/gpu.example.com',
+        'node-b/nic.example.com',
+      ]);
+      expect((await list('?driver=nic.example.com')).ids).toEqual([
+        'node-a/nic.example.com',
+        'node-b/nic.example.com',
+        'node-c/nic.example.com',
+      ]);
+    });
+
+    it('pages with limit and after', async () => {
+      const first = await list('?limit=4');
+      expect(first.ids).toHaveLength(4);
+      expect(first.body.next).toBe('node-b/nic.example.com');
+      const second = await list(`?limit=4&after=${encodeURIComponent(first.body.next ?? '')}`);
+      expect(second.ids).toEqual(['node-c/gpu.example.com', 'node-c/nic.example.com']);
+      expect(second.body.next).toBeUndefined();
+    });
+
+    it("shows a node-bound token its own node's plugins only", async () => {
+      expect((await list('', nodeA)).ids).toEqual([
+        'node-a/gpu.example.com',
+        'node-a/nic.example.com',
+      ]);
+      const other = await list('?node=node-b', nodeA);
+      expect(other.status).toBe(403);
+      expect(other.body).toMatchObject({ code: 'forbidden' });
+      expect((await list('?node=node-b', auth(NODE_B_TOKEN))).ids).toHaveLength(2);
+    });
+  });
+});

@@ -1,0 +1,287 @@
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
+import { admitPlugin } from '@slicekeeper/admission';
+import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
+import { keyId, redisKeys, registrationSchema } from '@slicekeeper/contracts';
+import type { Registration, SliceKey, SyncReason } from '@slicekeeper/contracts';
+import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { HttpError } from '../http-error';
+import type { ApiMetrics } from '../plugins/api-metrics';
+import { authentication, authorizeNode, principalOf } from '../plugins/authentication';
+import { errorResponses } from '../schemas/error';
+import {
+  listPluginsQuerySchema,
+  pluginListSchema,
+  pluginParamsSchema,
+  pluginStatusSchema,
+  registerPluginBodySchema,
+  removePluginQuerySchema,
+  removedSchema,
+} from '../schemas/plugins';
+import type { PluginStatus } from '../schemas/plugins';
+
+/** What the routes need of the sync queue: asking for a key's sync. */
+export interface SyncRequester {
+  enqueue(key: SliceKey, reason: SyncReason): Promise<void>;
+}
+
+export interface PluginRoutesOptions {
+  store: RegistrationStore;
+  statusReader: KeyStatusReader;
+  syncQueue: SyncRequester;
+  prober: PluginProber;
+  endpointPolicy: EndpointPolicy;
+  tokens: TokenAuthority;
+  metrics: ApiMetrics;
+  /** Shared rate-limit counters live here, so that every replica enforces the same limit. */
+  redis: Redis;
+  redisPrefix: string;
+  /** Requests per token per window. */
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  /** Endpoints one driver may have on one node at once. */
+  maxEndpointsPerKey: number;
+  /** ResourcePublisher versions slicekeeper speaks; the contracts' list unless a test narrows it. */
+  supportedVersions?: readonly string[];
+}
+
+const TAGS = ['plugins'];
+const SECURITY = [{ bearer: [] }];
+
+/**
+ * The plugin registry API under /v1. Every route needs a bearer token; a node-bound token can
+ * only act on its own node. Checks run cheapest first — token, rate limit, body, node binding,
+ * endpoint allowlist — so that nothing invalid or unauthorized ever reaches Redis or a dial.
+ */
+export async function pluginRoutes(
+  app: FastifyInstance,
+  options: PluginRoutesOptions,
+): Promise<void> {
+  const { store, statusReader, metrics } = options;
+  await app.register(authentication, { tokens: options.tokens });
+  await app.register(rateLimit, {
+    global: true,
+    max: options.rateLimitMax,
+    timeWindow: options.rateLimitWindowMs,
+    redis: options.redis,
+    nameSpace: redisKeys(options.redisPrefix).apiRateLimitPrefix,
+    keyGenerator: (request) => principalOf(request).name,
+    errorResponseBuilder: (_request, context) =>
+      new HttpError(
+        429,
+        'rate-limited',
+        `rate limit of ${context.max} requests per ${context.after} exceeded; retry in ${Math.ceil(context.ttl / 1000)}s`,
+      ),
+  });
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+
+  routes.post(
+    '/plugins',
+    {
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'Register a plugin endpoint',
+        description:
+          'Dials the endpoint, asks the plugin who it is (Registration.GetInfo), checks it, stores the registration and tells the plugin (NotifyRegistrationStatus). 201 when new, 200 when the endpoint was registered already.',
+        body: registerPluginBodySchema,
+        response: {
+          200: registrationSchema,
+          201: registrationSchema,
+          ...errorResponses(409, 422, 502),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { node, endpoint, driver, supportedVersions } = request.body;
+      authorizeNode(request, node);
+      const admitted = await options.endpointPolicy.admit(endpoint);
+      const log = request.log.child({ node, endpoint });
+      let result;
+      try {
+        result = await admitPlugin({
+          endpoint: admitted,
+          declared: {
+            ...(driver === undefined ? {} : { driver }),
+            ...(supportedVersions === undefined ? {} : { supportedVersions }),
+          },
+          prober: options.prober,
+          policy: options.endpointPolicy,
+          ...(options.supportedVersions === undefined
+            ? {}
+            : { supportedVersions: options.supportedVersions }),
+          register: async (plugin) => {
+            const key = { node, driver: plugin.driver };
+            await checkRoom(store, key, plugin.endpoint, options.maxEndpointsPerKey);
+            return store.add({ ...key, endpoint: plugin.endpoint, version: plugin.version });
+          },
+        });
+      } catch (error) {
+        metrics.registrations.inc({ node, result: 'refused' });
+        throw error;
+      }
+      const { registration, created } = result.registered;
+      if (result.notifyError !== undefined) {
+        log.warn({ err: result.notifyError }, 'plugin not told of its registration');
+      }
+      metrics.registrations.inc({ node, result: created ? 'created' : 'refreshed' });
+      log.info(
+        { driver: registration.driver, version: registration.version, created },
+        'registered',
+      );
+      return reply
+        .code(created ? 201 : 200)
+        .header('location', `/v1/plugins/${node}/${registration.driver}`)
+        .send(registration);
+    },
+  );
+
+  routes.delete(
+    '/plugins/:node/:driver',
+    {
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'Remove a plugin',
+        description:
+          "Removes the driver's registration on the node (one endpoint with ?endpoint=), leaves a tombstone when none is left and asks for the key's sync, so that its slices are withdrawn even when no watcher runs.",
+        params: pluginParamsSchema,
+        querystring: removePluginQuerySchema,
+        response: { 200: removedSchema, ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const key = { node: request.params.node, driver: request.params.driver };
+      authorizeNode(request, key.node);
+      const removed = await store.remove(key, request.query.endpoint);
+      if (removed.length === 0) {
+        throw new HttpError(
+          404,
+          'not-found',
+          request.query.endpoint === undefined
+            ? `plugin ${keyId(key)} is not registered`
+            : `endpoint ${request.query.endpoint} of plugin ${keyId(key)} is not registered`,
+        );
+      }
+      await options.syncQueue.enqueue(key, 'removed');
+      metrics.removals.inc({ node: key.node }, removed.length);
+      request.log.info({ ...key, endpoints: removed.map((r) => r.endpoint) }, 'removed');
+      return { removed };
+    },
+  );
+
+  routes.get(
+    '/plugins',
+    {
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'List plugins with their status',
+        description:
+          'Pages through registered plugins (node, driver) in key order, optionally of one node and/or driver. A node-bound token sees its own node only.',
+        querystring: listPluginsQuerySchema,
+        response: { 200: pluginListSchema, ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { driver, after, limit } = request.query;
+      let node = request.query.node;
+      if (principal.scope.kind === 'node') {
+        node ??= principal.scope.node;
+        authorizeNode(request, node);
+      }
+      const page = await store.list({
+        limit,
+        ...(node === undefined ? {} : { node }),
+        ...(driver === undefined ? {} : { driver }),
+        ...(after === undefined ? {} : { after }),
+      });
+      const items = await Promise.all(
+        groupByKey(page.items).map(({ key, registrations }) =>
+          statusOf(statusReader, key, registrations),
+        ),
+      );
+      return page.next === undefined ? { items } : { items, next: page.next };
+    },
+  );
+
+  routes.get(
+    '/plugins/:node/:driver',
+    {
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'A plugin and its status',
+        description:
+          "The driver's registrations on the node, the watcher's stream state, a summary of the latest inventory and the syncer's last outcome.",
+        params: pluginParamsSchema,
+        response: { 200: pluginStatusSchema, ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const key = { node: request.params.node, driver: request.params.driver };
+      authorizeNode(request, key.node);
+      const registrations = await store.get(key);
+      if (registrations.length === 0) {
+        throw new HttpError(404, 'not-found', `plugin ${keyId(key)} is not registered`);
+      }
+      return statusOf(statusReader, key, registrations);
+    },
+  );
+}
+
+/**
+ * Refuses (409) an endpoint that another driver on the node already has — one socket cannot be
+ * two drivers — and a new endpoint beyond the per-driver limit, so that a token cannot make the
+ * watchers open streams without bound.
+ */
+async function checkRoom(
+  store: RegistrationStore,
+  key: SliceKey,
+  endpoint: string,
+  maxEndpoints: number,
+): Promise<void> {
+  let after: string | undefined;
+  do {
+    const page = await store.list({ node: key.node, ...(after === undefined ? {} : { after }) });
+    const taken = page.items.find((r) => r.endpoint === endpoint && r.driver !== key.driver);
+    if (taken !== undefined) {
+      throw new HttpError(
+        409,
+        'endpoint-in-use',
+        `endpoint ${endpoint} is registered for driver ${taken.driver} on node ${key.node}; remove it first`,
+      );
+    }
+    after = page.next;
+  } while (after !== undefined);
+  const existing = await store.get(key);
+  if (!existing.some((r) => r.endpoint === endpoint) && existing.length >= maxEndpoints) {
+    throw new HttpError(
+      409,
+      'too-many-endpoints',
+      `plugin ${keyId(key)} already has ${existing.length} endpoints (at most ${maxEndpoints}); remove one first`,
+    );
+  }
+}
+
+function groupByKey(registrations: Registration[]) {
+  const groups = new Map<string, { key: SliceKey; registrations: Registration[] }>();
+  for (const registration of registrations) {
+    const key = { node: registration.node, driver: registration.driver };
+    const group = groups.get(keyId(key)) ?? { key, registrations: [] };
+    group.registrations.push(registration);
+    groups.set(keyId(key), group);
+  }
+  return [...groups.values()];
+}
+
+async function statusOf(
+  reader: KeyStatusReader,
+  key: SliceKey,
+  registrations: Registration[],
+): Promise<PluginStatus> {
+  return { ...key, registrations, ...(await reader.read(key)) };
+}

@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import {
+  driverNameProblem,
+  nodeNameProblem,
+  parseKeyId,
+  registrationSchema,
+  streamStateSchema,
+  syncStatusSchema,
+} from '@slicekeeper/contracts';
+import { parseEndpoint } from '@slicekeeper/proto';
+import { snapshotSummarySchema } from '@slicekeeper/registry';
+
+/** Printable ASCII without spaces: no control characters, no look-alike Unicode. */
+const PRINTABLE = /^[\x21-\x7e]+$/;
+
+/** Checks a string with a `…Problem` function of the contracts (undefined = valid). */
+function checked(problem: (value: string) => string | undefined) {
+  return (value: string, ctx: z.RefinementCtx) => {
+    const found = problem(value);
+    if (found !== undefined) ctx.addIssue({ code: 'custom', message: found });
+  };
+}
+
+export const nodeNameSchema = z
+  .string()
+  .min(1, 'Required value')
+  .superRefine(checked(nodeNameProblem))
+  .describe('Node name (a lowercase RFC 1123 subdomain).');
+
+export const driverNameSchema = z
+  .string()
+  .superRefine(checked(driverNameProblem))
+  .describe('DRA driver name (a lowercase RFC 1123 subdomain of at most 63 characters).');
+
+export const endpointSchema = z
+  .string()
+  .min(1, 'Required value')
+  .max(512, 'must be at most 512 characters')
+  .regex(PRINTABLE, 'must be printable ASCII without spaces')
+  .superRefine(
+    checked((value) => {
+      const parsed = parseEndpoint(value);
+      return typeof parsed === 'string' ? parsed : undefined;
+    }),
+  )
+  .describe('`unix:///absolute/path.sock` or `host:port` (`[v6]:port`).');
+
+export const registerPluginBodySchema = z
+  .object({
+    node: nodeNameSchema,
+    endpoint: endpointSchema,
+    driver: driverNameSchema
+      .optional()
+      .describe(
+        'The driver name; required when the plugin does not serve the registration service, else must match what it reports.',
+      ),
+    supportedVersions: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(64, 'must be at most 64 characters')
+          .regex(PRINTABLE, 'must be printable ASCII without spaces'),
+      )
+      .min(1, 'must list at least one version')
+      .max(16, 'must list at most 16 versions')
+      .optional()
+      .describe('Used only when the plugin does not serve the registration service.'),
+  })
+  .strict();
+export type RegisterPluginBody = z.infer<typeof registerPluginBodySchema>;
+
+export const pluginParamsSchema = z
+  .object({ node: nodeNameSchema, driver: driverNameSchema })
+  .strict();
+
+export const removePluginQuerySchema = z
+  .object({
+    endpoint: endpointSchema
+      .optional()
+      .describe('Remove only this endpoint; by default every endpoint of the driver on the node.'),
+  })
+  .strict();
+
+export const listPluginsQuerySchema = z
+  .object({
+    node: nodeNameSchema.optional(),
+    driver: driverNameSchema.optional(),
+    after: z
+      .string()
+      .max(512)
+      .superRefine(
+        checked((value) => {
+          try {
+            parseKeyId(value);
+            return undefined;
+          } catch {
+            return 'must be the `next` of a previous page';
+          }
+        }),
+      )
+      .optional()
+      .describe('The `next` of the previous page.'),
+    limit: z.coerce
+      .number()
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(500, 'must be at most 500')
+      .default(100)
+      .describe('Plugins (node, driver) per page.'),
+  })
+  .strict();
+
+export const pluginStatusSchema = z
+  .object({
+    node: z.string(),
+    driver: z.string(),
+    registrations: z.array(registrationSchema).describe('Registered endpoints, most recent first.'),
+    stream: streamStateSchema.optional().describe("The watcher's stream state, once it has one."),
+    snapshot: snapshotSummarySchema.optional().describe('The latest inventory, once there is one.'),
+    sync: syncStatusSchema.optional().describe("The syncer's last outcome, once it has one."),
+  })
+  .strict();
+export type PluginStatus = z.infer<typeof pluginStatusSchema>;
+
+export const pluginListSchema = z
+  .object({
+    items: z.array(pluginStatusSchema),
+    next: z.string().optional().describe('Pass as `after` for the next page; absent on the last.'),
+  })
+  .strict();
+
+export const removedSchema = z
+  .object({ removed: z.array(registrationSchema).describe('The registrations removed.') })
+  .strict();

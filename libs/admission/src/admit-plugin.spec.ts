@@ -1,0 +1,150 @@
+import { TerminalError, TransientError } from '@slicekeeper/errors';
+import { admissionError } from './admission-error';
+import { admitPlugin } from './admit-plugin';
+import type { AdmitPluginOptions } from './admit-plugin';
+import { EndpointPolicy } from './endpoint-policy';
+import type { AdmittedEndpoint } from './endpoint-policy';
+import type { PluginInfo, PluginProber, RegistrationOutcome } from './plugin-prober';
+
+const policy = new EndpointPolicy({ socketDirectories: ['/plugins'] });
+
+/** A prober whose plugin answers with `info` and records what it is told. */
+function fakeProber(info: PluginInfo | undefined | Error) {
+  const told: RegistrationOutcome[] = [];
+  let closed = 0;
+  const prober: PluginProber = {
+    connect: () =>
+      Promise.resolve({
+        getInfo: () => (info instanceof Error ? Promise.reject(info) : Promise.resolve(info)),
+        notify: (outcome) => {
+          told.push(outcome);
+          return Promise.resolve();
+        },
+        close: () => {
+          closed++;
+        },
+      }),
+  };
+  return { prober, told, closed: () => closed };
+}
+
+const gpu: PluginInfo = {
+  type: 'DRAPlugin',
+  name: 'gpu.example.com',
+  endpoint: '',
+  supportedVersions: ['v1.ResourcePublisher'],
+};
+
+async function admit(
+  info: PluginInfo | undefined | Error,
+  extra: Partial<AdmitPluginOptions<string>> = {},
+) {
+  const fake = fakeProber(info);
+  const endpoint = await policy.admit('unix:///plugins/gpu.sock');
+  const outcome = await admitPlugin<string>({
+    endpoint,
+    prober: fake.prober,
+    policy,
+    register: (plugin) =>
+      Promise.resolve(`stored ${plugin.driver} ${plugin.version} ${plugin.endpoint}`),
+    ...extra,
+  }).catch((error: unknown) => error);
+  expect(fake.closed()).toBe(1);
+  return { outcome, told: fake.told };
+}
+
+describe('admitPlugin', () => {
+  it('stores a valid plugin and tells it so', async () => {
+    const { outcome, told } = await admit(gpu);
+    expect(outcome).toEqual({
+      plugin: {
+        driver: 'gpu.example.com',
+        version: 'v1.ResourcePublisher',
+        endpoint: 'unix:///plugins/gpu.sock',
+        servesRegistration: true,
+      },
+      registered: 'stored gpu.example.com v1.ResourcePublisher unix:///plugins/gpu.sock',
+    });
+    expect(told).toEqual([{ registered: true }]);
+  });
+
+  it.each([
+    [
+      'wrong type',
+      { ...gpu, type: 'CSIPlugin' },
+      {},
+      'wrong-plugin-type',
+      /"CSIPlugin", not a "DRAPlugin"/,
+    ],
+    ['uppercase name', { ...gpu, name: 'GPU.example.com' }, {}, 'invalid-driver-name', /RFC 1123/],
+    ['long name', { ...gpu, name: `${'a'.repeat(60)}.com` }, {}, 'invalid-driver-name', /63/],
+    [
+      'unsupported versions',
+      { ...gpu, supportedVersions: ['v0.Legacy'] },
+      {},
+      'unsupported-versions',
+      /\["v0.Legacy"\].*\["v1.ResourcePublisher"\]/,
+    ],
+    ['driver mismatch', gpu, { declared: { driver: 'nic.example.com' } }, 'driver-mismatch', /nic/],
+    [
+      'forbidden service endpoint',
+      { ...gpu, endpoint: '/etc/evil.sock' },
+      {},
+      'endpoint-forbidden',
+      /allowed directory/,
+    ],
+  ])('refuses a plugin with %s and tells it why', async (_name, info, extra, code, message) => {
+    const { outcome, told } = await admit(info, extra);
+    expect(outcome).toBeInstanceOf(TerminalError);
+    expect(outcome).toMatchObject({ code, message });
+    expect(told).toEqual([{ registered: false, error: (outcome as Error).message }]);
+  });
+
+  it('uses the declaration for a plugin without the registration service', async () => {
+    const declared = { driver: 'gpu.example.com', supportedVersions: ['v1.ResourcePublisher'] };
+    const { outcome } = await admit(undefined, { declared });
+    expect(outcome).toMatchObject({
+      plugin: { driver: 'gpu.example.com', servesRegistration: false },
+    });
+    const missing = await admit(undefined, { declared: { driver: 'gpu.example.com' } });
+    expect(missing.outcome).toMatchObject({ code: 'missing-plugin-info' });
+  });
+
+  it('follows a service endpoint named by the plugin, as kubelet does', async () => {
+    const { outcome } = await admit({ ...gpu, endpoint: '/plugins/gpu/service.sock' });
+    expect(outcome).toMatchObject({ plugin: { endpoint: 'unix:///plugins/gpu/service.sock' } });
+  });
+
+  it('tells the plugin when storing fails', async () => {
+    const { outcome, told } = await admit(gpu, {
+      register: () => Promise.reject(new TransientError('redis down')),
+    });
+    expect(outcome).toBeInstanceOf(TransientError);
+    expect(told).toEqual([{ registered: false, error: 'redis down' }]);
+  });
+
+  it('tells the plugin when its GetInfo failed', async () => {
+    const { outcome, told } = await admit(admissionError('plugin-timeout', 'slow'));
+    expect(outcome).toMatchObject({ code: 'plugin-timeout' });
+    expect(told).toEqual([{ registered: false, error: 'slow' }]);
+  });
+
+  it('keeps the registration when the plugin cannot be told', async () => {
+    const endpoint: AdmittedEndpoint = await policy.admit('unix:///plugins/gpu.sock');
+    const prober: PluginProber = {
+      connect: () =>
+        Promise.resolve({
+          getInfo: () => Promise.resolve(gpu),
+          notify: () => Promise.reject(new Error('connection reset')),
+          close: () => undefined,
+        }),
+    };
+    const result = await admitPlugin({
+      endpoint,
+      prober,
+      policy,
+      register: () => Promise.resolve(1),
+    });
+    expect(result).toMatchObject({ registered: 1, notifyError: 'connection reset' });
+  });
+});

@@ -1,0 +1,135 @@
+import {
+  DRA_PLUGIN_TYPE,
+  SUPPORTED_PUBLISHER_VERSIONS,
+  driverNameProblem,
+} from '@slicekeeper/contracts';
+import { errorMessage } from '@slicekeeper/errors';
+import { admissionError } from './admission-error';
+import type { AdmittedEndpoint, EndpointPolicy } from './endpoint-policy';
+import { negotiateVersion, unsupportedVersionsMessage } from './negotiate-version';
+import type { PluginInfo, PluginProber } from './plugin-prober';
+
+/** What the registration request says about the plugin. */
+export interface DeclaredPlugin {
+  /** Must match the plugin's own name when it serves the registration service. */
+  driver?: string;
+  /** Used only when the plugin does not serve the registration service. */
+  supportedVersions?: readonly string[];
+}
+
+/** A plugin that passed every check, about to be stored. */
+export interface AdmittedPlugin {
+  driver: string;
+  /** The ResourcePublisher version agreed on. */
+  version: string;
+  /** Where the plugin serves ResourcePublisher: the probed endpoint unless GetInfo named another. */
+  endpoint: string;
+  /** False when the plugin answered Unimplemented and the request's declaration was used. */
+  servesRegistration: boolean;
+}
+
+export interface AdmitPluginOptions<T> {
+  endpoint: AdmittedEndpoint;
+  declared?: DeclaredPlugin;
+  prober: PluginProber;
+  /** Checks an endpoint the plugin names in GetInfo before it is stored. */
+  policy: EndpointPolicy;
+  /** @defaultValue `SUPPORTED_PUBLISHER_VERSIONS` */
+  supportedVersions?: readonly string[];
+  /**
+   * Stores the registration. Runs after every check and before the plugin is told; if it
+   * throws, the plugin is told the error and it is rethrown.
+   */
+  register: (plugin: AdmittedPlugin) => Promise<T>;
+}
+
+export interface AdmitPluginResult<T> {
+  plugin: AdmittedPlugin;
+  registered: T;
+  /** Set when the plugin could not be told it was registered (the registration stands). */
+  notifyError?: string;
+}
+
+/**
+ * Registers a plugin as kubelet's plugin watcher does: dial, `GetInfo`, check the type, the
+ * driver name and the versions, store, then `NotifyRegistrationStatus` — true, or false with
+ * the reason, so that the driver can log why it was refused (kubelet tells it only of failed
+ * checks; slicekeeper also of a failed GetInfo). Failures throw admission errors.
+ */
+export async function admitPlugin<T>(
+  options: AdmitPluginOptions<T>,
+): Promise<AdmitPluginResult<T>> {
+  const session = await options.prober.connect(options.endpoint);
+  try {
+    let plugin: AdmittedPlugin;
+    let registered: T;
+    try {
+      // A plugin too slow to answer GetInfo is still told why it was refused: its notify may
+      // well get through, and the driver's log is where its operator looks first.
+      plugin = await checkPlugin(await session.getInfo(), options);
+      registered = await options.register(plugin);
+    } catch (error) {
+      await session
+        .notify({ registered: false, error: errorMessage(error) })
+        .catch(() => undefined);
+      throw error;
+    }
+    try {
+      await session.notify({ registered: true });
+      return { plugin, registered };
+    } catch (error) {
+      return { plugin, registered, notifyError: errorMessage(error) };
+    }
+  } finally {
+    session.close();
+  }
+}
+
+async function checkPlugin<T>(
+  info: PluginInfo | undefined,
+  options: AdmitPluginOptions<T>,
+): Promise<AdmittedPlugin> {
+  const supported = options.supportedVersions ?? SUPPORTED_PUBLISHER_VERSIONS;
+  const declared = options.declared ?? {};
+  if (info === undefined) {
+    if (declared.driver === undefined || declared.supportedVersions === undefined) {
+      throw admissionError(
+        'missing-plugin-info',
+        'the plugin does not serve the registration service: the request must name its driver and supportedVersions',
+      );
+    }
+  } else if (info.type !== DRA_PLUGIN_TYPE) {
+    throw admissionError(
+      'wrong-plugin-type',
+      `the plugin is a "${info.type}", not a "${DRA_PLUGIN_TYPE}"`,
+    );
+  }
+  const driver = info?.name ?? declared.driver ?? '';
+  const problem = driverNameProblem(driver);
+  if (problem !== undefined) {
+    throw admissionError('invalid-driver-name', `driver name "${driver}": ${problem}`);
+  }
+  if (declared.driver !== undefined && declared.driver !== driver) {
+    throw admissionError(
+      'driver-mismatch',
+      `the plugin is driver "${driver}", the request says "${declared.driver}"`,
+    );
+  }
+  const pluginVersions = info?.supportedVersions ?? declared.supportedVersions ?? [];
+  const version = negotiateVersion(pluginVersions, supported);
+  if (version === undefined) {
+    throw admissionError(
+      'unsupported-versions',
+      unsupportedVersionsMessage(pluginVersions, supported),
+    );
+  }
+  let endpoint = options.endpoint.endpoint;
+  const named = info?.endpoint ?? '';
+  if (named !== '') {
+    // kubelet accepts a bare socket path here; slicekeeper stores endpoints as URIs.
+    const serviceEndpoint = named.startsWith('/') ? `unix://${named}` : named;
+    if (serviceEndpoint !== endpoint)
+      endpoint = (await options.policy.admit(serviceEndpoint)).endpoint;
+  }
+  return { driver, version, endpoint, servesRegistration: info !== undefined };
+}

@@ -1,0 +1,11 @@
+export { RegistrationStore } from './registration-store';
+export type {
+  AddRegistration,
+  FollowResult,
+  ListRegistrationsOptions,
+  PositionedEvent,
+  RegistrationPage,
+  RegistrationStoreOptions,
+} from './registration-store';
+export { KeyStatusReader, snapshotSummarySchema } from './key-status-reader';
+export type { KeyStatus, KeyStatusReaderOptions, SnapshotSummary } from './key-status-reader';
