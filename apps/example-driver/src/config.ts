@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { envDurationMs, envLogLevel, envUrl, parseConfig } from '@slicekeeper/config';
+import type { Environment } from '@slicekeeper/config';
+
+export const faults = ['none', 'unimplemented', 'end-stream', 'exit'] as const;
+
+export const exampleDriverConfigSchema = z.object({
+  DRIVER_NAME: z
+    .string()
+    .min(1)
+    .default('gpu.example.com')
+    .describe('The DRA driver name GetInfo reports.'),
+  NODE_NAME: z
+    .string()
+    .default('')
+    .describe(
+      'The node the driver runs on (registered with the API; empty for a cluster-scoped pool).',
+    ),
+  ENDPOINT: z
+    .string()
+    .default('unix:///tmp/slicekeeper/gpu.example.com.sock')
+    .describe(
+      'Where to serve Registration and ResourcePublisher: unix:///path.sock or host:port (port 0: any).',
+    ),
+  ADVERTISE_ENDPOINT: z
+    .string()
+    .optional()
+    .describe(
+      'The endpoint to register, when the watcher reaches the driver by another address. Default: the served one.',
+    ),
+  INVENTORY_FILE: z
+    .string()
+    .optional()
+    .describe(
+      'YAML/JSON inventory to publish; re-read when it changes or on SIGHUP. Default: inventory/gpus.yaml of the app.',
+    ),
+  REGISTRATION_API_URL: envUrl(
+    ['http:', 'https:'],
+    'Registration API to register with at start and deregister from on SIGTERM; unset: no registration.',
+  ).optional(),
+  FAULT: z
+    .enum(faults, { message: `must be one of ${faults.join(', ')}` })
+    .default('none')
+    .describe(
+      'For tests: unimplemented (answer Unimplemented), end-stream (send once, then EOF), exit (exit abruptly after FAULT_DELAY).',
+    ),
+  FAULT_DELAY: envDurationMs('0', 'When FAULT=exit: how long to serve before exiting.'),
+  LOG_LEVEL: envLogLevel(),
+});
+
+export type ExampleDriverConfig = z.output<typeof exampleDriverConfigSchema>;
+
+/** Reads the example driver's configuration; throws naming every bad variable. */
+export function loadConfig(env: Environment = process.env): ExampleDriverConfig {
+  return parseConfig(exampleDriverConfigSchema, env);
+}

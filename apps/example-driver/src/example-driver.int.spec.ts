@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { credentials } from '@grpc/grpc-js';
+import type { DriverInventory } from '@slicekeeper/contracts';
+import { publisher, toDriverInventory } from '@slicekeeper/proto';
+import { waitFor } from '@slicekeeper/testing';
+
+const ROOT = resolve(__dirname, '../../..');
+const MAIN = join(ROOT, 'apps/example-driver/src/main.ts');
+
+describe('example-driver process', () => {
+  let dir: string;
+  const requests: string[] = [];
+  const api = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      requests.push(`${req.method ?? ''} ${req.url ?? ''} ${body}`.trim());
+      res.writeHead(req.method === 'POST' ? 201 : 204).end();
+    });
+  });
+  let child: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sk-example-'));
+    await new Promise<void>((done) => api.listen(0, '127.0.0.1', done));
+  });
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    await new Promise((done) => api.close(done));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('registers, streams its inventory file and every change to it, and deregisters on SIGTERM', async () => {
+    const file = join(dir, 'inventory.yaml');
+    await copyFile(join(ROOT, 'apps/example-driver/inventory/gpus.yaml'), file);
+    const socket = join(dir, 'plugin.sock');
+    const endpoint = `unix://${socket}`;
+    const { port } = api.address() as AddressInfo;
+    child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@slicekeeper/source', MAIN], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        NODE_NAME: 'node-a',
+        ENDPOINT: endpoint,
+        INVENTORY_FILE: file,
+        REGISTRATION_API_URL: `http://127.0.0.1:${port}`,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    await waitFor(() => requests.length === 1, { timeoutMs: 30_000, description: 'registration' });
+    expect(JSON.parse(requests[0]?.replace('POST /v1/plugins ', '') ?? '{}')).toEqual({
+      node: 'node-a',
+      driver: 'gpu.example.com',
+      endpoint,
+    });
+
+    const client = new publisher.ResourcePublisherClient(endpoint, credentials.createInsecure());
+    const seen: DriverInventory[] = [];
+    const call = client.watchResources({ nodeName: 'node-a' });
+    call.on('data', (m: publisher.DriverResources) =>
+      seen.push(toDriverInventory(m, { nodeName: 'node-a' })),
+    );
+    call.on('error', () => undefined);
+    await waitFor(() => seen.length === 1);
+    expect(seen[0]?.pools[0]?.name).toBe('node-a');
+    expect(seen[0]?.pools[0]?.devices).toHaveLength(8);
+
+    const text = await readFile(file, 'utf8');
+    await writeFile(file, text.replace(/80Gi/g, '40Gi'));
+    await waitFor(() => seen.length === 2, {
+      timeoutMs: 10_000,
+      description: 'file change streamed',
+    });
+    expect(seen[1]?.pools[0]?.devices[0]?.capacity).toEqual({ memory: { value: '40Gi' } });
+    child.kill('SIGHUP');
+    await waitFor(() => seen.length === 3, { description: 'SIGHUP re-sends' });
+
+    const exited = new Promise<number | null>((done) => child?.once('exit', done));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    call.cancel();
+    client.close();
+    expect(requests[1]).toBe(
+      `DELETE /v1/plugins/node-a/gpu.example.com?endpoint=${encodeURIComponent(endpoint)}`,
+    );
+    await expect(stat(socket)).rejects.toThrow(/ENOENT/);
+  }, 60_000);
+});

@@ -1,0 +1,68 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadInventoryFile } from './inventory-file';
+
+const INVENTORY = join(__dirname, '../inventory');
+
+describe('inventory files', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sk-inventory-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('loads the shipped example of 8 GPUs', async () => {
+    const inventory = await loadInventoryFile(join(INVENTORY, 'gpus.yaml'));
+    const devices = inventory.pools[0]?.devices ?? [];
+    expect(devices).toHaveLength(8);
+    expect(devices[7]).toEqual({
+      name: 'gpu-7',
+      attributes: {
+        model: { string: 'H100-SXM5-80GB' },
+        uuid: { string: 'GPU-6f1c2a4e-8d3b-4c5a-9e7f-000000000007' },
+        index: { int: 7 },
+        driverVersion: { version: '550.54.15' },
+        'resource.kubernetes.io/pcieRoot': { string: 'pci0000:80' },
+      },
+      capacity: { memory: { value: '80Gi' } },
+    });
+  });
+
+  it('loads the partitioned example with shared counters', async () => {
+    const inventory = await loadInventoryFile(join(INVENTORY, 'gpus-partitioned.yaml'));
+    expect(inventory.pools[0]?.sharedCounters?.map((s) => s.name)).toEqual([
+      'gpu-0-counters',
+      'gpu-1-counters',
+    ]);
+    expect(inventory.pools[0]?.devices[1]?.consumesCounters?.[0]?.counterSet).toBe(
+      'gpu-0-counters',
+    );
+  });
+
+  it('reads JSON too', async () => {
+    const file = join(dir, 'one.json');
+    await writeFile(
+      file,
+      JSON.stringify({ pools: [{ name: 'p', scope: { kind: 'all-nodes' }, devices: [] }] }),
+    );
+    expect(await loadInventoryFile(file)).toEqual({
+      pools: [{ name: 'p', scope: { kind: 'all-nodes' }, devices: [] }],
+    });
+  });
+
+  it('names the file and the field that does not fit', async () => {
+    const file = join(dir, 'bad.yaml');
+    await writeFile(
+      file,
+      'pools:\n  - name: p\n    scope: { kind: node }\n    devices: [{ nom: gpu-0 }]\n',
+    );
+    await expect(loadInventoryFile(file)).rejects.toThrow(
+      /bad\.yaml: not an inventory: pools\.0\.devices\.0\.name/,
+    );
+    await writeFile(file, 'pools: [');
+    await expect(loadInventoryFile(file)).rejects.toThrow(/bad\.yaml: not YAML or JSON/);
+  });
+});

@@ -1,0 +1,54 @@
+import { errorMessage } from '@slicekeeper/errors';
+
+export interface RegistrationClientOptions {
+  /** Base URL of the registration API, e.g. `http://registration-api:8080`. */
+  baseUrl: string;
+  /** Bound on each request, ms. @defaultValue 5000 */
+  timeoutMs?: number;
+}
+
+export interface PluginIdentity {
+  node: string;
+  driver: string;
+  /** The endpoint the plugin-watcher dials. */
+  endpoint: string;
+}
+
+/**
+ * The example driver's client of the registration API (`POST /v1/plugins`,
+ * `DELETE /v1/plugins/{node}/{driver}?endpoint=`): what kubelet's plugin watcher does when a
+ * plugin socket appears or goes.
+ */
+export class RegistrationClient {
+  constructor(private readonly options: RegistrationClientOptions) {}
+
+  /** Registers the plugin; the API probes it with GetInfo before it answers. */
+  async register(plugin: PluginIdentity): Promise<void> {
+    await this.request('POST', '/v1/plugins', plugin);
+  }
+
+  /** Removes the plugin's registration, so that its slices are withdrawn promptly. */
+  async deregister(plugin: PluginIdentity): Promise<void> {
+    const path = `/v1/plugins/${encodeURIComponent(plugin.node)}/${encodeURIComponent(plugin.driver)}?endpoint=${encodeURIComponent(plugin.endpoint)}`;
+    await this.request('DELETE', path);
+  }
+
+  private async request(method: string, path: string, body?: unknown): Promise<void> {
+    const url = new URL(path, this.options.baseUrl);
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
+        ...(body === undefined
+          ? {}
+          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw new Error(`${method} ${url.pathname}: ${errorMessage(error)}`, { cause: error });
+    }
+    if (!response.ok && !(method === 'DELETE' && response.status === 404)) {
+      throw new Error(`${method} ${url.pathname}: ${response.status} ${await response.text()}`);
+    }
+  }
+}

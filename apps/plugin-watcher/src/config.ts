@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { envDurationMs, envLogLevel, envPort, envUrl, parseConfig } from '@slicekeeper/config';
+import type { Environment } from '@slicekeeper/config';
+
+export const pluginWatcherConfigSchema = z
+  .object({
+    REDIS_URL: envUrl(
+      ['redis:', 'rediss:'],
+      'Redis holding registrations, snapshots and the sync queue.',
+      'redis://127.0.0.1:6379',
+    ),
+    REDIS_PREFIX: z
+      .string()
+      .min(1)
+      .default('sk')
+      .describe('Prefix of every Redis key slicekeeper uses.'),
+    WATCHER_MODE: z
+      .enum(['node', 'shared'], { message: 'must be node or shared' })
+      .default('node')
+      .describe(
+        'node: a DaemonSet pod watching only NODE_NAME’s plugins. shared: replicas that split all registrations through Redis leases.',
+      ),
+    NODE_NAME: z
+      .string()
+      .optional()
+      .describe('The node whose plugins to watch (node mode; from the downward API).'),
+    REPLICA_ID: z
+      .string()
+      .optional()
+      .describe(
+        'This replica’s unique id in shared mode. Default: the host name plus a random suffix.',
+      ),
+    LEASE_DURATION: envDurationMs(
+      '10s',
+      'Shared mode: a dead replica’s plugins are taken over within about 4/3 of this.',
+    ),
+    WIPE_DELAY: envDurationMs(
+      '30s',
+      'A plugin with no live stream for this long has its slices withdrawn.',
+    ),
+    RECONNECT_INITIAL_DELAY: envDurationMs(
+      '5s',
+      'First reconnect delay after a stream failed; doubles per failure.',
+    ),
+    RECONNECT_MAX_DELAY: envDurationMs('180s', 'Longest reconnect delay.'),
+    PROBE_PORT: envPort(9090, 'Port of /metrics, /healthz and /readyz.'),
+    PROBE_HOST: z.string().default('0.0.0.0').describe('Address the probe server listens on.'),
+    LOG_LEVEL: envLogLevel(),
+  })
+  .superRefine((config, ctx) => {
+    if (config.WATCHER_MODE === 'node' && (config.NODE_NAME ?? '') === '') {
+      ctx.addIssue({ code: 'custom', path: ['NODE_NAME'], message: 'required in node mode' });
+    }
+  });
+
+export type PluginWatcherConfig = z.output<typeof pluginWatcherConfigSchema>;
+
+/** Reads the plugin-watcher's configuration; throws naming every bad variable. */
+export function loadConfig(env: Environment = process.env): PluginWatcherConfig {
+  return parseConfig(pluginWatcherConfigSchema, env);
+}

@@ -1,0 +1,172 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { credentials, status } from '@grpc/grpc-js';
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import type { DriverInventory } from '@slicekeeper/contracts';
+import { publisher, registration, toDriverInventory } from '@slicekeeper/proto';
+import { waitFor } from '@slicekeeper/testing';
+import { DriverServer } from './driver-server';
+
+function gpus(count: number): DriverInventory {
+  return {
+    pools: [
+      {
+        name: 'pool',
+        scope: { kind: 'node' },
+        devices: Array.from({ length: count }, (_, i) => ({ name: `gpu-${i}` })),
+      },
+    ],
+  };
+}
+
+/** A WatchResources client that records what it gets. */
+function watch(endpoint: string, nodeName: string) {
+  const client = new publisher.ResourcePublisherClient(endpoint, credentials.createInsecure());
+  const seen = {
+    inventories: [] as DriverInventory[],
+    ended: false,
+    code: undefined as number | undefined,
+  };
+  const call: ClientReadableStream<publisher.DriverResources> = client.watchResources({ nodeName });
+  call.on('data', (m: publisher.DriverResources) =>
+    seen.inventories.push(toDriverInventory(m, { nodeName })),
+  );
+  call.on('end', () => (seen.ended = true));
+  call.on('error', (e: { code?: number }) => (seen.code = e.code));
+  return {
+    seen,
+    close: () => {
+      call.cancel();
+      client.close();
+    },
+  };
+}
+
+describe('DriverServer', () => {
+  const servers: DriverServer[] = [];
+  const closers: (() => void)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0)) close();
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  async function serve(options: Partial<ConstructorParameters<typeof DriverServer>[0]> = {}) {
+    const server = new DriverServer({
+      driverName: 'gpu.example.com',
+      endpoint: '127.0.0.1:0',
+      ...options,
+    });
+    servers.push(server);
+    const endpoint = await server.start();
+    return { server, endpoint };
+  }
+
+  function open(endpoint: string, node: string) {
+    const stream = watch(endpoint.startsWith('unix://') ? endpoint : endpoint, node);
+    closers.push(stream.close);
+    return stream.seen;
+  }
+
+  it('answers GetInfo like a kubelet DRA plugin and records the registration status', async () => {
+    const { server, endpoint } = await serve();
+    const client = new registration.RegistrationClient(endpoint, credentials.createInsecure());
+    const info = await new Promise<registration.PluginInfo>((resolve, reject) => {
+      client.getInfo({}, (error, response) => {
+        if (error === null) resolve(response);
+        else reject(error);
+      });
+    });
+    expect(info).toEqual({
+      type: 'DRAPlugin',
+      name: 'gpu.example.com',
+      endpoint: '',
+      supportedVersions: ['v1.ResourcePublisher'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      client.notifyRegistrationStatus({ pluginRegistered: true, error: '' }, (error) => {
+        if (error === null) resolve();
+        else reject(error);
+      });
+    });
+    client.close();
+    expect(server.registrationStatus).toEqual({ pluginRegistered: true, error: '' });
+  });
+
+  it('streams the latest inventory to every stream, per node when asked', async () => {
+    const { server, endpoint } = await serve({ inventory: gpus(1) });
+    const a = open(endpoint, 'node-a');
+    const b = open(endpoint, 'node-b');
+    await waitFor(() => a.inventories.length === 1 && b.inventories.length === 1);
+    server.publish(gpus(2));
+    server.publish(gpus(3), 'node-b');
+    await waitFor(() => a.inventories.length === 2 && b.inventories.length === 3);
+    expect(a.inventories.at(-1)).toEqual(gpus(2));
+    expect(b.inventories.at(-1)).toEqual(gpus(3));
+    expect(server.openStreams).toBe(2);
+    expect(server.watchCalls).toBe(2);
+  });
+
+  it('waits for a first inventory when it has none', async () => {
+    const { server, endpoint } = await serve();
+    const a = open(endpoint, 'node-a');
+    await waitFor(() => server.openStreams === 1);
+    expect(a.inventories).toEqual([]);
+    server.publish(gpus(1));
+    await waitFor(() => a.inventories.length === 1);
+  });
+
+  it('fault switches: Unimplemented, EOF, failure, report-once', async () => {
+    const { server, endpoint } = await serve({ inventory: gpus(1) });
+    const ended = open(endpoint, 'n');
+    await waitFor(() => ended.inventories.length === 1);
+    server.endStreams();
+    await waitFor(() => ended.ended);
+    expect(ended.code).toBeUndefined();
+
+    const failed = open(endpoint, 'n');
+    await waitFor(() => server.openStreams === 1);
+    server.failStreams();
+    await waitFor(() => failed.code === status.UNAVAILABLE);
+
+    server.setFault('unimplemented');
+    const refused = open(endpoint, 'n');
+    await waitFor(() => refused.code === status.UNIMPLEMENTED);
+    expect(refused.inventories).toEqual([]);
+
+    const once = (await serve({ inventory: gpus(2), reportOnce: true })).endpoint;
+    const reported = open(once, 'n');
+    await waitFor(() => reported.ended);
+    expect(reported.inventories).toEqual([gpus(2)]);
+  });
+
+  it('serves on a unix socket, replaces a stale one, and removes it on close', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sk-driver-'));
+    try {
+      const endpoint = `unix://${join(dir, 'plugin.sock')}`;
+      const first = new DriverServer({
+        driverName: 'gpu.example.com',
+        endpoint,
+        inventory: gpus(1),
+      });
+      await first.start();
+      // A crashed driver leaves its socket behind; the next one must still start.
+      const second = new DriverServer({
+        driverName: 'gpu.example.com',
+        endpoint,
+        inventory: gpus(4),
+      });
+      servers.push(first, second);
+      expect(await second.start()).toBe(endpoint);
+      const seen = open(endpoint, 'n');
+      await waitFor(() => seen.inventories.length === 1);
+      expect(seen.inventories[0]).toEqual(gpus(4));
+      const closing = second.close();
+      expect(second.close()).toBe(closing);
+      await closing;
+      await expect(stat(join(dir, 'plugin.sock'))).rejects.toThrow(/ENOENT/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

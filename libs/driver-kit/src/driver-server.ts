@@ -1,0 +1,222 @@
+import { rm } from 'node:fs/promises';
+import { Server, ServerCredentials, status } from '@grpc/grpc-js';
+import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
+import { DRA_PLUGIN_TYPE, SUPPORTED_PUBLISHER_VERSIONS } from '@slicekeeper/contracts';
+import type { DriverInventory } from '@slicekeeper/contracts';
+import type { Logger } from '@slicekeeper/observability';
+import { fromDriverInventory, parseEndpoint, publisher, registration } from '@slicekeeper/proto';
+import type { PluginEndpoint } from '@slicekeeper/proto';
+
+export interface DriverServerOptions {
+  /** The DRA driver name GetInfo reports, e.g. `gpu.example.com`. */
+  driverName: string;
+  /**
+   * Where to listen: `unix:///absolute/path.sock` (a stale socket file is replaced) or
+   * `host:port`, port 0 picking a free one.
+   */
+  endpoint: string;
+  /** ResourcePublisher versions GetInfo reports. @defaultValue `['v1.ResourcePublisher']` */
+  supportedVersions?: readonly string[];
+  /** The inventory to serve from the start; streams wait for `publish` when unset. */
+  inventory?: DriverInventory;
+  logger?: Logger;
+  /**
+   * Send the inventory once per stream, then end it (EOF), as drivers that report once do.
+   * @defaultValue false
+   */
+  reportOnce?: boolean;
+}
+
+/**
+ * How the publisher misbehaves, for tests: `unimplemented` answers every stream (open and new)
+ * with Unimplemented, as a plugin that publishes nothing does.
+ */
+export type DriverFault = 'none' | 'unimplemented';
+
+interface OpenStream {
+  readonly call: ServerWritableStream<publisher.WatchResourcesRequest, publisher.DriverResources>;
+  readonly nodeName: string;
+}
+
+/**
+ * What a DRA driver needs to serve slicekeeper: the kubelet plugin-registration service
+ * (`GetInfo`, `NotifyRegistrationStatus`) and `ResourcePublisher.WatchResources`, on one unix
+ * socket or TCP port. The driver pushes complete inventories with `publish`; every open stream
+ * (and every stream opened later) gets the latest one for its node.
+ */
+export class DriverServer {
+  private readonly options: DriverServerOptions;
+  private readonly server = new Server();
+  private readonly streams = new Set<OpenStream>();
+  private readonly byNode = new Map<string, publisher.DriverResources>();
+  private fallback: publisher.DriverResources | undefined;
+  private fault: DriverFault = 'none';
+  private calls = 0;
+  private boundEndpoint: string | undefined;
+  private lastStatus: registration.RegistrationStatus | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: DriverServerOptions) {
+    this.options = options;
+    if (options.inventory !== undefined) this.fallback = fromDriverInventory(options.inventory);
+    this.server.addService(registration.RegistrationService, {
+      getInfo: (
+        _call: ServerUnaryCall<registration.InfoRequest, registration.PluginInfo>,
+        callback: sendUnaryData<registration.PluginInfo>,
+      ) => {
+        callback(null, {
+          type: DRA_PLUGIN_TYPE,
+          name: options.driverName,
+          endpoint: '',
+          supportedVersions: [...(options.supportedVersions ?? SUPPORTED_PUBLISHER_VERSIONS)],
+        });
+      },
+      notifyRegistrationStatus: (
+        call: ServerUnaryCall<
+          registration.RegistrationStatus,
+          registration.RegistrationStatusResponse
+        >,
+        callback: sendUnaryData<registration.RegistrationStatusResponse>,
+      ) => {
+        this.lastStatus = call.request;
+        options.logger?.info({ ...call.request }, 'registration status');
+        callback(null, {});
+      },
+    });
+    this.server.addService(publisher.ResourcePublisherService, {
+      watchResources: (call: OpenStream['call']) => {
+        this.onWatch(call);
+      },
+    });
+  }
+
+  /** Listens; resolves with the endpoint to register (`unix:///…` or `host:port`). */
+  async start(): Promise<string> {
+    const listen = listenAddress(this.options.endpoint);
+    if (listen.kind === 'unix') await rm(listen.path, { force: true });
+    const target =
+      listen.kind === 'unix' ? `unix://${listen.path}` : `${listen.host}:${listen.port}`;
+    const port = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(target, ServerCredentials.createInsecure(), (error, bound) => {
+        if (error === null) resolve(bound);
+        else reject(error);
+      });
+    });
+    const host =
+      listen.kind === 'tcp' && listen.host.includes(':')
+        ? `[${listen.host}]`
+        : listen.kind === 'tcp'
+          ? listen.host
+          : '';
+    this.boundEndpoint = listen.kind === 'unix' ? this.options.endpoint : `${host}:${port}`;
+    this.options.logger?.info({ endpoint: this.boundEndpoint }, 'serving');
+    return this.boundEndpoint;
+  }
+
+  /** The endpoint being served, once started. */
+  get endpoint(): string {
+    if (this.boundEndpoint === undefined) throw new Error('DriverServer not started');
+    return this.boundEndpoint;
+  }
+
+  /** Open WatchResources streams. */
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  /** WatchResources calls received since start (each connect or reconnect is one). */
+  get watchCalls(): number {
+    return this.calls;
+  }
+
+  /** What the last NotifyRegistrationStatus said. */
+  get registrationStatus(): registration.RegistrationStatus | undefined {
+    return this.lastStatus;
+  }
+
+  /**
+   * Replaces the inventory: of one node when `nodeName` is given (a server can stand in for the
+   * plugins of many nodes in tests and benchmarks), else of every node without its own. Every
+   * affected open stream gets it at once.
+   */
+  publish(inventory: DriverInventory, nodeName?: string): void {
+    const message = fromDriverInventory(inventory);
+    if (nodeName === undefined) this.fallback = message;
+    else this.byNode.set(nodeName, message);
+    for (const stream of this.streams) {
+      if (
+        nodeName === undefined ? !this.byNode.has(stream.nodeName) : stream.nodeName === nodeName
+      ) {
+        this.send(stream, message);
+      }
+    }
+  }
+
+  /** Switches a fault on or off; `unimplemented` also fails the open streams. */
+  setFault(fault: DriverFault): void {
+    this.fault = fault;
+    if (fault === 'unimplemented') {
+      for (const stream of [...this.streams]) this.fail(stream, status.UNIMPLEMENTED, 'not served');
+    }
+  }
+
+  /** Ends every open stream cleanly (EOF), as a driver that reports once does. */
+  endStreams(): void {
+    for (const stream of [...this.streams]) {
+      this.streams.delete(stream);
+      stream.call.end();
+    }
+  }
+
+  /** Fails every open stream with `code` (default UNAVAILABLE), as a crashing driver would. */
+  failStreams(code: status = status.UNAVAILABLE, details = 'driver failure'): void {
+    for (const stream of [...this.streams]) this.fail(stream, code, details);
+  }
+
+  /** Stops serving at once (open streams fail) and removes the socket file. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.streams.clear();
+      this.server.forceShutdown();
+      const listen = listenAddress(this.options.endpoint);
+      if (listen.kind === 'unix') await rm(listen.path, { force: true });
+    })();
+    return this.closing;
+  }
+
+  private onWatch(call: OpenStream['call']): void {
+    const stream: OpenStream = { call, nodeName: call.request.nodeName };
+    this.calls++;
+    if (this.fault === 'unimplemented') {
+      call.emit('error', { code: status.UNIMPLEMENTED, details: 'not served' });
+      return;
+    }
+    this.streams.add(stream);
+    call.on('cancelled', () => this.streams.delete(stream));
+    call.on('close', () => this.streams.delete(stream));
+    const message = this.byNode.get(stream.nodeName) ?? this.fallback;
+    if (message !== undefined) this.send(stream, message);
+  }
+
+  private send(stream: OpenStream, message: publisher.DriverResources): void {
+    stream.call.write(message);
+    if (this.options.reportOnce === true) {
+      this.streams.delete(stream);
+      stream.call.end();
+    }
+  }
+
+  private fail(stream: OpenStream, code: status, details: string): void {
+    this.streams.delete(stream);
+    stream.call.emit('error', { code, details });
+  }
+}
+
+/** A plugin endpoint to listen on: as `parseEndpoint` accepts, plus port 0 (any free port). */
+function listenAddress(endpoint: string): PluginEndpoint {
+  const anyPort = endpoint.endsWith(':0');
+  const parsed = parseEndpoint(anyPort ? `${endpoint.slice(0, -2)}:1` : endpoint);
+  if (typeof parsed === 'string') throw new Error(`endpoint "${endpoint}": ${parsed}`);
+  if (parsed.kind === 'tcp' && anyPort) return { ...parsed, port: 0 };
+  return parsed;
+}

@@ -1,0 +1,2 @@
+export { DriverServer } from './driver-server';
+export type { DriverFault, DriverServerOptions } from './driver-server';

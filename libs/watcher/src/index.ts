@@ -1,0 +1,28 @@
+export { Backoff } from './backoff';
+export type { BackoffOptions } from './backoff';
+export { canonicalJson } from './canonical-json';
+export { ManualClock, flushPromises, systemClock } from './clock';
+export type { Clock, TimerHandle } from './clock';
+export { createGrpcConnector } from './grpc-connector';
+export type { GrpcConnectorOptions } from './grpc-connector';
+export { KeyWatch } from './key-watch';
+export type { KeyWatchOptions } from './key-watch';
+export { LeaseManager, firstChoice } from './lease-manager';
+export type { LeaseManagerOptions } from './lease-manager';
+export { PluginStream } from './plugin-stream';
+export type { PluginStreamOptions, PluginStreamState } from './plugin-stream';
+export { PluginWatcher } from './plugin-watcher';
+export type { PluginWatcherOptions, SharedModeOptions } from './plugin-watcher';
+export type {
+  InventoryStream,
+  InventoryStreamHandlers,
+  PublisherConnector,
+  WatchRequest,
+} from './publisher-connector';
+export { RegistrationFollower } from './registration-follower';
+export type { RegistrationFollowerOptions } from './registration-follower';
+export { SnapshotWriter } from './snapshot-writer';
+export type { SnapshotWriterOptions, StoreResult, WithdrawResult } from './snapshot-writer';
+export type { SyncEnqueuer } from './sync-enqueuer';
+export { createWatcherMetrics, noWatcherMetrics } from './watcher-metrics';
+export type { WatcherGaugeSource, WatcherMetrics } from './watcher-metrics';

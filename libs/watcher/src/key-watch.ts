@@ -1,0 +1,343 @@
+import type {
+  DriverInventory,
+  Registration,
+  SliceKey,
+  StreamState,
+  StreamStateName,
+  SyncReason,
+} from '@slicekeeper/contracts';
+import { errorMessage } from '@slicekeeper/errors';
+import type { Logger } from '@slicekeeper/observability';
+import type { BackoffOptions } from './backoff';
+import type { Clock, TimerHandle } from './clock';
+import { PluginStream } from './plugin-stream';
+import type { PublisherConnector } from './publisher-connector';
+import type { SnapshotWriter } from './snapshot-writer';
+import type { SyncEnqueuer } from './sync-enqueuer';
+import type { WatcherMetrics } from './watcher-metrics';
+
+export interface KeyWatchOptions {
+  key: SliceKey;
+  writer: Pick<SnapshotWriter, 'store' | 'withdraw' | 'writeState'>;
+  queue: SyncEnqueuer;
+  connector: PublisherConnector;
+  clock: Clock;
+  backoff?: BackoffOptions;
+  /** No live stream for this long withdraws the key's slices, ms. */
+  wipeDelayMs: number;
+  /** Wait before retrying a failed Redis write, ms. @defaultValue 1000 */
+  retryDelayMs?: number;
+  /** The key's child logger; each stream gets its own child of it. */
+  logger: Logger;
+  metrics: WatcherMetrics;
+  /** Called when a write found the key's lease held by another replica. */
+  onNotOwner?: () => void;
+}
+
+type Operation =
+  | { kind: 'store'; endpoint: string; inventory: DriverInventory; receivedAt: number }
+  | { kind: 'withdraw' };
+
+/**
+ * Everything the watcher does for one key: a {@link PluginStream} per registered endpoint, the
+ * choice of the endpoint to publish from, the wipe timer, and the writes to Redis.
+ *
+ * Which endpoint publishes: the most recently registered one that is streaming (rolling driver
+ * updates register the new plugin beside the old one). When none is streaming, the most recent
+ * registration decides: EOF keeps the last inventory, Unimplemented withdraws it at once,
+ * connecting/backoff starts the wipe timer, which withdraws it after `wipeDelayMs` unless a
+ * stream comes back first.
+ *
+ * Writes are serialized and coalesced: while one is in flight only the latest wanted state is
+ * kept, so a burst of messages costs a few writes and the last inventory always wins.
+ */
+export class KeyWatch {
+  readonly key: SliceKey;
+  private readonly options: KeyWatchOptions;
+  private readonly streams = new Map<string, PluginStream>();
+  private wipeTimer: TimerHandle | undefined;
+  private wiped: { at: number } | undefined;
+  /** The inventory last handed to the writer (by reference), or `withdrawn`. */
+  private published: DriverInventory | 'withdrawn' | undefined;
+  private pending: Operation | undefined;
+  private lastStore: Extract<Operation, { kind: 'store' }> | undefined;
+  private owedSync: SyncReason | undefined;
+  private stateDirty = false;
+  private recordedState = '';
+  private summary: StreamState | undefined;
+  private draining: Promise<void> | undefined;
+  private retryTimer: { handle: TimerHandle; resolve: () => void } | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: KeyWatchOptions) {
+    this.options = options;
+    this.key = options.key;
+  }
+
+  /** The key's state as recorded in Redis, once known. */
+  get state(): StreamState | undefined {
+    return this.summary;
+  }
+
+  /** The key's streams, most recently registered first. */
+  get pluginStreams(): PluginStream[] {
+    return [...this.streams.values()].sort(
+      (a, b) => b.registration.sequence - a.registration.sequence,
+    );
+  }
+
+  /**
+   * Makes the streams match the key's registrations: opens new endpoints, closes removed ones,
+   * and replaces the stream of an endpoint that registered again (a restarted plugin).
+   */
+  setRegistrations(registrations: readonly Registration[]): void {
+    if (this.closing !== undefined) return;
+    const wanted = new Map(registrations.map((r) => [r.endpoint, r]));
+    for (const [endpoint, stream] of this.streams) {
+      const registration = wanted.get(endpoint);
+      if (registration === undefined) {
+        stream.close('deregistered');
+        this.streams.delete(endpoint);
+      } else if (registration.sequence !== stream.registration.sequence) {
+        stream.close('re-registered');
+        this.streams.delete(endpoint);
+      }
+    }
+    for (const registration of wanted.values()) {
+      if (!this.streams.has(registration.endpoint)) this.open(registration);
+    }
+    this.evaluate();
+  }
+
+  /**
+   * Stores the current inventory again (a no-op when Redis still has it). Called after Redis
+   * reconnects: if it came back empty, the live snapshots are rewritten.
+   */
+  republish(): void {
+    if (this.closing !== undefined) return;
+    if (this.published !== undefined && this.published !== 'withdrawn' && this.lastStore) {
+      this.pending ??= this.lastStore;
+    }
+    this.stateDirty = true;
+    this.kick();
+  }
+
+  /** Cancels every stream and timer and waits for an in-flight write. Idempotent. */
+  close(reason: string): Promise<void> {
+    this.closing ??= (async () => {
+      for (const stream of this.streams.values()) stream.close(reason);
+      this.streams.clear();
+      this.stopWipeTimer();
+      this.pending = undefined;
+      this.owedSync = undefined;
+      this.stateDirty = false;
+      if (this.retryTimer !== undefined) {
+        this.options.clock.clearTimer(this.retryTimer.handle);
+        this.retryTimer.resolve();
+      }
+      await this.draining;
+    })();
+    return this.closing;
+  }
+
+  private open(registration: Registration): void {
+    const stream = new PluginStream({
+      registration,
+      connector: this.options.connector,
+      clock: this.options.clock,
+      ...(this.options.backoff === undefined ? {} : { backoff: this.options.backoff }),
+      logger: this.options.logger.child({
+        endpoint: registration.endpoint,
+        sequence: registration.sequence,
+      }),
+      onChange: () => {
+        this.evaluate();
+      },
+      onMessage: () => {
+        this.options.metrics.message();
+      },
+      onReconnect: () => {
+        this.options.metrics.reconnect();
+      },
+    });
+    this.streams.set(registration.endpoint, stream);
+    stream.start();
+  }
+
+  /** Decides what the key's streams mean for its snapshot; runs after every stream event. */
+  private evaluate(): void {
+    if (this.closing !== undefined) return;
+    const ordered = this.pluginStreams;
+    const active = ordered.find((s) => s.state === 'streaming');
+    const decider = active ?? ordered[0];
+    if (decider === undefined) return;
+    if (active !== undefined) {
+      this.stopWipeTimer();
+      this.wiped = undefined;
+      const inventory = active.latest;
+      if (inventory !== undefined && inventory !== this.published) {
+        this.published = inventory;
+        this.enqueueOperation({
+          kind: 'store',
+          endpoint: active.endpoint,
+          inventory,
+          receivedAt: active.lastMessageAt ?? this.options.clock.now(),
+        });
+      }
+    } else if (decider.state === 'ended') {
+      this.stopWipeTimer();
+    } else if (decider.state === 'unimplemented') {
+      this.stopWipeTimer();
+      this.withdraw();
+    } else if (this.wiped === undefined) {
+      this.startWipeTimer();
+    }
+    this.updateSummary(decider, active !== undefined);
+  }
+
+  private withdraw(): void {
+    if (this.published === 'withdrawn') return;
+    this.published = 'withdrawn';
+    this.enqueueOperation({ kind: 'withdraw' });
+  }
+
+  private startWipeTimer(): void {
+    if (this.wipeTimer !== undefined) return;
+    this.wipeTimer = this.options.clock.setTimer(() => {
+      this.wipeTimer = undefined;
+      this.wiped = { at: this.options.clock.now() };
+      this.options.logger.warn(
+        { wipeDelayMs: this.options.wipeDelayMs },
+        'no live stream, withdrawing slices',
+      );
+      this.withdraw();
+      this.evaluate();
+    }, this.options.wipeDelayMs);
+  }
+
+  private stopWipeTimer(): void {
+    if (this.wipeTimer === undefined) return;
+    this.options.clock.clearTimer(this.wipeTimer);
+    this.wipeTimer = undefined;
+  }
+
+  private updateSummary(decider: PluginStream, live: boolean): void {
+    const state: StreamStateName =
+      !live && this.wiped !== undefined
+        ? 'wiped'
+        : decider.state === 'closed'
+          ? 'ended'
+          : decider.state;
+    const since = state === 'wiped' && this.wiped !== undefined ? this.wiped.at : decider.since;
+    const summary: StreamState = {
+      state,
+      endpoint: decider.endpoint,
+      since: new Date(since).toISOString(),
+      reconnects: decider.reconnects,
+    };
+    if (decider.lastMessageAt !== undefined) {
+      summary.lastMessageAt = new Date(decider.lastMessageAt).toISOString();
+    }
+    if (decider.error !== undefined && state !== 'streaming') summary.error = decider.error;
+    this.summary = summary;
+    const identity = `${state} ${summary.endpoint} ${summary.since} ${summary.reconnects}`;
+    if (identity !== this.recordedState) {
+      this.recordedState = identity;
+      this.stateDirty = true;
+      this.kick();
+    }
+  }
+
+  private enqueueOperation(operation: Operation): void {
+    this.pending = operation;
+    if (operation.kind === 'store') this.lastStore = operation;
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.draining !== undefined || this.closing !== undefined) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+    });
+  }
+
+  /** Applies the wanted writes one at a time until none is left; retries Redis failures. */
+  private async drain(): Promise<void> {
+    while (this.closing === undefined) {
+      try {
+        const operation = this.pending;
+        if (operation !== undefined) {
+          this.pending = undefined;
+          try {
+            await this.apply(operation);
+          } catch (error) {
+            this.pending ??= operation;
+            throw error;
+          }
+        } else if (this.owedSync !== undefined) {
+          const reason = this.owedSync;
+          await this.options.queue.enqueue(this.key, reason);
+          if (this.owedSync === reason) this.owedSync = undefined;
+        } else if (this.stateDirty && this.summary !== undefined) {
+          this.stateDirty = false;
+          try {
+            await this.options.writer.writeState(this.key, this.summary);
+          } catch (error) {
+            this.stateDirty = true;
+            throw error;
+          }
+        } else {
+          return;
+        }
+      } catch (error) {
+        this.options.logger.warn({ err: errorMessage(error) }, 'redis write failed, retrying');
+        await this.retryDelay();
+      }
+    }
+  }
+
+  private async apply(operation: Operation): Promise<void> {
+    if (operation.kind === 'store') {
+      const result = await this.options.writer.store(
+        this.key,
+        operation.endpoint,
+        operation.inventory,
+        new Date(operation.receivedAt),
+      );
+      if (result.kind === 'stored') {
+        this.options.metrics.snapshot('stored', result.bytes);
+        this.options.logger.debug({ generation: result.generation }, 'snapshot stored');
+        this.owedSync = 'snapshot';
+        this.stateDirty = true;
+      } else if (result.kind === 'unchanged') {
+        this.options.metrics.snapshot('unchanged');
+      } else {
+        this.notOwner();
+      }
+      return;
+    }
+    const result = await this.options.writer.withdraw(this.key);
+    if (result.kind === 'withdrawn') {
+      this.options.metrics.snapshot('withdrawn');
+      this.options.logger.info('snapshot withdrawn');
+      this.owedSync = 'stream-lost';
+    } else if (result.kind === 'not-owner') {
+      this.notOwner();
+    }
+  }
+
+  private notOwner(): void {
+    this.options.logger.warn('lease held by another replica, letting go');
+    this.options.onNotOwner?.();
+  }
+
+  private retryDelay(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const handle = this.options.clock.setTimer(() => {
+        this.retryTimer = undefined;
+        resolve();
+      }, this.options.retryDelayMs ?? 1000);
+      this.retryTimer = { handle, resolve };
+    });
+  }
+}

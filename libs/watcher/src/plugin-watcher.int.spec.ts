@@ -1,0 +1,250 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { inventorySnapshotSchema, redisKeys, streamStateSchema } from '@slicekeeper/contracts';
+import type { SliceKey, SyncReason } from '@slicekeeper/contracts';
+import { DriverServer } from '@slicekeeper/driver-kit';
+import { SyncQueue } from '@slicekeeper/queue';
+import { RegistrationStore } from '@slicekeeper/registry';
+import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
+import { createMetricsRegistry } from '@slicekeeper/observability';
+import { PluginWatcher } from './plugin-watcher';
+import type { PluginWatcherOptions } from './plugin-watcher';
+import { gpus, silentLogger } from './testing/fakes';
+
+const DRIVER = 'gpu.example.com';
+const WIPE_DELAY_MS = 400;
+
+describe('PluginWatcher (Redis + gRPC)', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let dir: string;
+  let prefix: string;
+  let registry: RegistrationStore;
+  let queue: SyncQueue;
+  let enqueued: { key: string; reason: SyncReason }[];
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    dir = await mkdtemp(join(tmpdir(), 'sk-watcher-'));
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    prefix = uniquePrefix('watcher');
+    registry = new RegistrationStore({ redis, prefix });
+    queue = new SyncQueue({ connection: redis, prefix });
+    enqueued = [];
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await queue.close();
+  });
+
+  async function driver(node: string, name = node): Promise<DriverServer> {
+    const plugin = new DriverServer({
+      driverName: DRIVER,
+      endpoint: `unix://${join(dir, `${name}.sock`)}`,
+      inventory: gpus(8),
+    });
+    await plugin.start();
+    closers.push(() => plugin.close());
+    return plugin;
+  }
+
+  async function watcher(overrides: Partial<PluginWatcherOptions> = {}): Promise<PluginWatcher> {
+    const instance = new PluginWatcher({
+      redis,
+      prefix,
+      queue: {
+        enqueue: async (key: SliceKey, reason: SyncReason) => {
+          enqueued.push({ key: `${key.node}/${key.driver}`, reason });
+          await queue.enqueue(key, reason);
+        },
+      },
+      wipeDelayMs: WIPE_DELAY_MS,
+      backoff: { initialMs: 50, maxMs: 200 },
+      logger: silentLogger,
+      ...overrides,
+    });
+    await instance.start();
+    closers.push(() => instance.close());
+    return instance;
+  }
+
+  async function register(node: string, plugin: DriverServer): Promise<void> {
+    await registry.add({
+      node,
+      driver: DRIVER,
+      endpoint: plugin.endpoint,
+      version: 'v1.ResourcePublisher',
+    });
+  }
+
+  async function snapshot(node: string) {
+    const raw = await redis.get(redisKeys(prefix).snapshot({ node, driver: DRIVER }));
+    return raw === null ? undefined : inventorySnapshotSchema.parse(JSON.parse(raw));
+  }
+
+  async function streamState(node: string) {
+    const raw = await redis.get(redisKeys(prefix).streamState({ node, driver: DRIVER }));
+    return raw === null ? undefined : streamStateSchema.parse(JSON.parse(raw));
+  }
+
+  it('publishes every registered plugin and follows new registrations within a second', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'), { description: 'first snapshot' });
+    expect((await snapshot('node-a'))?.inventory).toEqual(gpus(8));
+    expect(await queue.queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    await waitFor(async () => (await streamState('node-a'))?.state === 'streaming');
+
+    const b = await driver('node-b');
+    const registeredAt = Date.now();
+    await register('node-b', b);
+    await waitFor(() => snapshot('node-b'), {
+      timeoutMs: 1000,
+      description: 'followed within 1 s',
+    });
+    expect(Date.now() - registeredAt).toBeLessThan(1000);
+    expect(enqueued).toEqual([
+      { key: 'node-a/gpu.example.com', reason: 'snapshot' },
+      { key: 'node-b/gpu.example.com', reason: 'snapshot' },
+    ]);
+  });
+
+  it('stores changes, ignores repeats, and withdraws on Unimplemented', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'));
+    a.publish(gpus(8));
+    a.publish(gpus(4));
+    await waitFor(async () => (await snapshot('node-a'))?.generation === 2);
+    expect((await snapshot('node-a'))?.inventory).toEqual(gpus(4));
+    expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'snapshot']);
+
+    a.setFault('unimplemented');
+    await waitFor(async () => (await streamState('node-a'))?.state === 'unimplemented');
+    expect(await snapshot('node-a')).toBeUndefined();
+    expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'snapshot', 'stream-lost']);
+    expect(a.watchCalls).toBe(1);
+  });
+
+  it('withdraws after the wipe delay when the driver is gone, and republishes when it is back', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'));
+    await a.close();
+    await waitFor(async () => (await streamState('node-a'))?.state === 'backoff');
+    await waitFor(async () => (await snapshot('node-a')) === undefined, {
+      description: 'wiped',
+    });
+    await waitFor(async () => (await streamState('node-a'))?.state === 'wiped');
+
+    const back = await driver('node-a');
+    await waitFor(() => snapshot('node-a'), { description: 'republished' });
+    expect(back.openStreams).toBe(1);
+    expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'stream-lost', 'snapshot']);
+  });
+
+  it('keeps the last inventory on EOF', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'));
+    a.endStreams();
+    await waitFor(async () => (await streamState('node-a'))?.state === 'ended');
+    expect((await snapshot('node-a'))?.inventory).toEqual(gpus(8));
+    expect(a.watchCalls).toBe(1);
+  });
+
+  it('re-registration opens a new stream; deregistration closes it', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'));
+    await register('node-a', a);
+    await waitFor(() => a.watchCalls === 2);
+    await waitFor(() => a.openStreams === 1);
+    await registry.remove({ node: 'node-a', driver: DRIVER });
+    await waitFor(() => a.openStreams === 0, { description: 'stream closed' });
+    expect((await snapshot('node-a'))?.generation).toBe(1);
+    expect(enqueued).toHaveLength(1);
+  });
+
+  it('restarts without churn: unchanged inventories write nothing', async () => {
+    const a = await driver('node-a');
+    const b = await driver('node-b');
+    await register('node-a', a);
+    await register('node-b', b);
+    const first = await watcher();
+    await waitFor(async () => (await snapshot('node-a')) && (await snapshot('node-b')));
+    await first.close();
+    const before = enqueued.length;
+
+    const metrics = createMetricsRegistry('plugin-watcher');
+    await watcher({ metrics });
+    await waitFor(
+      async () =>
+        (await metrics.metrics()).includes(
+          'snapshots_total{result="unchanged",service="plugin-watcher"} 2',
+        ),
+      {
+        description: 'both resumed streams compared with their snapshots',
+      },
+    );
+    expect(a.watchCalls + b.watchCalls).toBe(4);
+    expect((await snapshot('node-a'))?.generation).toBe(1);
+    expect((await snapshot('node-b'))?.generation).toBe(1);
+    expect(enqueued).toHaveLength(before);
+  });
+
+  it('rewrites its live snapshots when Redis comes back without them', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'));
+    const keys = redisKeys(prefix);
+    await redis.del(keys.snapshot({ node: 'node-a', driver: DRIVER }));
+    redis.disconnect(true);
+    await waitFor(() => snapshot('node-a'), { description: 'snapshot rewritten' });
+    expect((await snapshot('node-a'))?.inventory).toEqual(gpus(8));
+  });
+
+  it('in node mode, watches only its node’s plugins', async () => {
+    const a = await driver('node-a');
+    const b = await driver('node-b');
+    await register('node-a', a);
+    await register('node-b', b);
+    const instance = await watcher({ nodeName: 'node-b' });
+    await waitFor(() => snapshot('node-b'));
+    expect(instance.keys).toEqual(['node-b/gpu.example.com']);
+    expect(a.watchCalls).toBe(0);
+  });
+
+  it('exports metrics', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    const metrics = createMetricsRegistry('plugin-watcher');
+    await watcher({ metrics });
+    await waitFor(() => snapshot('node-a'));
+    const text = await metrics.metrics();
+    expect(text).toMatch(
+      /slicekeeper_watcher_streams\{state="streaming",service="plugin-watcher"\} 1/,
+    );
+    expect(text).toMatch(/slicekeeper_watcher_messages_total\{service="plugin-watcher"\} 1/);
+    expect(text).toMatch(
+      /slicekeeper_watcher_snapshots_total\{result="stored",service="plugin-watcher"\} 1/,
+    );
+    expect(text).toMatch(/slicekeeper_watcher_snapshot_bytes_count\{service="plugin-watcher"\} 1/);
+  });
+});

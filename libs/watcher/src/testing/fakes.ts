@@ -1,0 +1,154 @@
+import type {
+  DriverInventory,
+  Registration,
+  SliceKey,
+  StreamState,
+  SyncReason,
+} from '@slicekeeper/contracts';
+import { keyId } from '@slicekeeper/contracts';
+import { TerminalError, TransientError } from '@slicekeeper/errors';
+import { createLogger } from '@slicekeeper/observability';
+import { canonicalJson } from '../canonical-json';
+import type {
+  InventoryStreamHandlers,
+  PublisherConnector,
+  WatchRequest,
+} from '../publisher-connector';
+import type { SnapshotWriter, StoreResult, WithdrawResult } from '../snapshot-writer';
+import type { SyncEnqueuer } from '../sync-enqueuer';
+
+export const silentLogger = createLogger({ service: 'test', level: 'silent' });
+
+export const KEY: SliceKey = { node: 'node-a', driver: 'gpu.example.com' };
+
+/** A registration of `KEY` (or `key`) at `endpoint`. */
+export function registration(
+  endpoint: string,
+  sequence: number,
+  key: SliceKey = KEY,
+): Registration {
+  return {
+    ...key,
+    endpoint,
+    version: 'v1.ResourcePublisher',
+    registeredAt: new Date(Date.parse('2026-11-21T12:00:00Z') + sequence).toISOString(),
+    sequence,
+  };
+}
+
+/** An inventory of `count` GPUs; `memory` varies it. */
+export function gpus(count: number, memory = '80Gi'): DriverInventory {
+  return {
+    pools: [
+      {
+        name: 'node-a',
+        scope: { kind: 'node' },
+        devices: Array.from({ length: count }, (_, index) => ({
+          name: `gpu-${index}`,
+          attributes: { model: { string: 'H100' }, index: { int: index } },
+          capacity: { memory: { value: memory } },
+        })),
+      },
+    ],
+  };
+}
+
+/** One connection attempt of a {@link ScriptedConnector}, driven by the test. */
+export class ScriptedCall {
+  cancelled = false;
+  constructor(
+    readonly request: WatchRequest,
+    private readonly handlers: InventoryStreamHandlers,
+  ) {}
+  send(inventory: DriverInventory): void {
+    this.handlers.message(inventory);
+  }
+  end(): void {
+    this.handlers.end();
+  }
+  fail(code: 'unimplemented' | 'unavailable' = 'unavailable'): void {
+    this.handlers.error(
+      code === 'unimplemented'
+        ? new TerminalError('WatchResources: not served', { code })
+        : new TransientError('WatchResources: connection refused', { code }),
+    );
+  }
+}
+
+/** A connector whose streams the test drives by hand. */
+export class ScriptedConnector {
+  readonly calls: ScriptedCall[] = [];
+  readonly connect: PublisherConnector = (request, handlers) => {
+    const call = new ScriptedCall(request, handlers);
+    this.calls.push(call);
+    return {
+      cancel: () => {
+        call.cancelled = true;
+      },
+    };
+  };
+
+  /** Attempts made to `endpoint`. */
+  to(endpoint: string): ScriptedCall[] {
+    return this.calls.filter((c) => c.request.endpoint === endpoint);
+  }
+
+  /** The latest attempt to `endpoint`. */
+  last(endpoint: string): ScriptedCall {
+    const call = this.to(endpoint).at(-1);
+    if (call === undefined) throw new Error(`no connection to ${endpoint}`);
+    return call;
+  }
+}
+
+/**
+ * The snapshot writer's semantics in memory: equal inventory → unchanged; else the next
+ * generation. Each call takes a few turns of the event loop, like a Redis round trip.
+ */
+export class MemoryWriter implements Pick<SnapshotWriter, 'store' | 'withdraw' | 'writeState'> {
+  readonly snapshots = new Map<string, { generation: number; endpoint: string; json: string }>();
+  readonly states = new Map<string, StreamState>();
+  stores = 0;
+  private generation = 0;
+
+  async store(key: SliceKey, endpoint: string, inventory: DriverInventory): Promise<StoreResult> {
+    await roundTrip();
+    this.stores++;
+    const json = canonicalJson(inventory);
+    if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
+    this.generation++;
+    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json });
+    return { kind: 'stored', generation: this.generation, bytes: json.length };
+  }
+
+  async withdraw(key: SliceKey): Promise<WithdrawResult> {
+    await roundTrip();
+    return this.snapshots.delete(keyId(key)) ? { kind: 'withdrawn' } : { kind: 'absent' };
+  }
+
+  async writeState(key: SliceKey, state: StreamState): Promise<void> {
+    await roundTrip();
+    this.states.set(keyId(key), state);
+  }
+
+  inventory(key: SliceKey = KEY): DriverInventory | undefined {
+    const json = this.snapshots.get(keyId(key))?.json;
+    return json === undefined ? undefined : (JSON.parse(json) as DriverInventory);
+  }
+}
+
+/** Records the syncs asked for. */
+export class RecordingQueue implements SyncEnqueuer {
+  readonly jobs: { key: string; reason: SyncReason }[] = [];
+  enqueue(key: SliceKey, reason: SyncReason): Promise<void> {
+    this.jobs.push({ key: keyId(key), reason });
+    return Promise.resolve();
+  }
+  reasons(): SyncReason[] {
+    return this.jobs.map((j) => j.reason);
+  }
+}
+
+function roundTrip(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
