@@ -270,7 +270,7 @@ describe('slice-syncer', () => {
     expect(await slicesOf(kube, nicA)).toHaveLength(1);
   });
 
-  it('converges through 409 storms, 429 with Retry-After and 500s', async () => {
+  it('converges through 409 storms, 429 with Retry-After, 500s and latency', async () => {
     kube.emulator.injectFault({
       verb: 'create',
       resource: 'resourceslices',
@@ -285,6 +285,7 @@ describe('slice-syncer', () => {
       times: 1,
       retryAfterSeconds: 1,
     });
+    kube.emulator.addLatency({ verb: 'list', resource: 'resourceslices', ms: 200, times: 2 });
     const generation = await harness.publish(gpuA, { pools: [gpus(3)] });
     const status = await harness.settled(gpuA, generation);
     expect(status.attempt).toBeGreaterThan(1);

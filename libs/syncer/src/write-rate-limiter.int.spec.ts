@@ -1,0 +1,62 @@
+import { Redis } from 'ioredis';
+import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
+import { WriteRateLimiter } from './write-rate-limiter';
+
+describe('WriteRateLimiter', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('lets a burst through, then makes writers wait for the rate', async () => {
+    const waits: number[] = [];
+    const limiter = new WriteRateLimiter({
+      redis,
+      key: `${uniquePrefix('rate')}:write-rate-limit`,
+      ratePerSecond: 10,
+      burst: 3,
+      sleep: (ms) => {
+        waits.push(ms);
+        return Promise.reject(new Error('would sleep'));
+      },
+    });
+    for (let i = 0; i < 3; i++) await limiter.acquire();
+    expect(waits).toEqual([]);
+    // The bucket is empty: the fourth writer is told to wait about one token's time (100 ms).
+    await expect(limiter.acquire()).rejects.toThrow('would sleep');
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(50);
+    expect(waits[0]).toBeLessThanOrEqual(100);
+  });
+
+  it('is one budget for every replica', async () => {
+    const key = `${uniquePrefix('shared')}:write-rate-limit`;
+    const waited: string[] = [];
+    const replica = (name: string) =>
+      new WriteRateLimiter({
+        redis,
+        key,
+        ratePerSecond: 1,
+        burst: 4,
+        sleep: () => {
+          waited.push(name);
+          return Promise.reject(new Error('stop'));
+        },
+      });
+    const a = replica('a');
+    const b = replica('b');
+    await a.acquire();
+    await b.acquire();
+    await a.acquire();
+    await b.acquire();
+    // Four writes used the shared burst of four: the fifth, from either replica, must wait.
+    await expect(a.acquire()).rejects.toThrow('stop');
+    expect(waited).toEqual(['a']);
+  });
+});
