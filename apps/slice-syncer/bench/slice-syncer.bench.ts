@@ -2,7 +2,8 @@
  * npm run bench:syncer — 10,000 keys × 8 devices through slice-syncer replicas (separate
  * processes) against the kube emulator (another process): cold publish, warm resync and 10%
  * churn, with 1 and 2 replicas, and in the same run a direct baseline that makes the same list
- * and create calls straight against the emulator with the same concurrency and no queue.
+ * and create calls straight against a fresh emulator process with the same concurrency and no
+ * queue.
  * Environment: BENCH_KEYS (10000), BENCH_CONCURRENCY per replica (16), BENCH_REPLICAS ("1,2").
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -308,7 +309,11 @@ async function main(): Promise<void> {
         await runPhase('10% churn', replicaCount, redis, prefix, emulator, churned, 2, 'snapshot'),
       );
       process.stdout.write('direct baseline…\n');
-      const direct = await directBaseline(emulator, CONCURRENCY * replicaCount);
+      // The floor runs against a fresh emulator process, as the cold publish did.
+      const fresh = await Emulator.start(await mkdtemp(join(dir, 'baseline-')));
+      const direct = await directBaseline(fresh, CONCURRENCY * replicaCount).finally(() =>
+        fresh.process.stop(),
+      );
       results.push(direct);
       const cold = results.find((r) => r.phase === 'cold publish' && r.replicas === replicaCount);
       if (cold !== undefined) {

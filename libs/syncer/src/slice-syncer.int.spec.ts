@@ -235,8 +235,14 @@ describe('slice-syncer', () => {
     expect(status.writes).toBe(1);
 
     const unchanged = writes(kube);
+    const reads = kube.emulator.count({ verb: 'list' }) + kube.emulator.count({ verb: 'get' });
+    harness.api.forgetNode('node-a');
     await harness.settled(gpuA, await harness.publish(gpuA, { pools: [changed] }));
     expect(writes(kube)).toBe(unchanged);
+    // One read: the key's list. Its slices name the Node, so even an empty cache asks no more.
+    expect(
+      kube.emulator.count({ verb: 'list' }) + kube.emulator.count({ verb: 'get' }) - reads,
+    ).toBe(1);
   });
 
   it('withdraws the slices of a removed plugin', async () => {

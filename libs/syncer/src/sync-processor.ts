@@ -17,7 +17,7 @@ import type {
 } from '@slicekeeper/contracts';
 import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
 import { InvalidDriverResourcesError, planSync } from '@slicekeeper/slices';
-import type { SyncPlan } from '@slicekeeper/slices';
+import type { StoredResourceSlice, SyncPlan } from '@slicekeeper/slices';
 import { NodeMissingError } from './backoff';
 import { KeyGuard } from './key-guard';
 import type { SliceApi } from './slice-api';
@@ -107,13 +107,15 @@ export class SyncProcessor {
     try {
       const pools = desired.snapshot?.inventory.pools ?? [];
       for (let round = 0; ; round++) {
+        const existing = await api.listSlices(key);
         let nodeUid = '';
         if (key.node !== '' && pools.length > 0) {
-          const uid = await api.getNodeUid(key.node);
+          // The key's own slices name their Node's UID: a resync of an unchanged key then costs
+          // one API read (the list). Only a key without slices asks for the Node.
+          const uid = ownerNodeUid(existing, key.node) ?? (await api.getNodeUid(key.node));
           if (uid === undefined) throw new NodeMissingError(key.node);
           nodeUid = uid;
         }
-        const existing = await api.listSlices(key);
         let plan = planSync({ node: key.node, nodeUid, driver: key.driver, pools, existing });
         if (nodeUid !== '' && plan.creates.length > 0) {
           // Creating slices owned by a Node that was deleted since we cached its UID would only
@@ -259,6 +261,17 @@ interface Desired {
   tombstoned: boolean;
   /** The key's last recorded status. */
   previous?: SyncStatus;
+}
+
+/** The UID of the Node that owns the key's slices, as their controller owner reference says. */
+function ownerNodeUid(slices: readonly StoredResourceSlice[], node: string): string | undefined {
+  for (const slice of slices) {
+    for (const owner of slice.metadata.ownerReferences ?? []) {
+      if (owner.kind === 'Node' && owner.name === node && owner.controller === true)
+        return owner.uid;
+    }
+  }
+  return undefined;
 }
 
 function summaries(plan: SyncPlan): PoolSummary[] {
