@@ -204,7 +204,10 @@ describe('KubeSliceClient against the kube emulator', () => {
   it("reads a Node's UID once per TTL, a missing Node's for a shorter time, and forgets on demand", async () => {
     const api = client({ nodeUidTtlMs: 30_000, nodeMissTtlMs: 2_000 });
     const uid = await createNode('node-a');
-    const nodeGets = () => running.emulator.count({ verb: 'get', resource: 'nodes' });
+    // A cold cache lists every Node (once per TTL); a Node the list lacks is read on its own.
+    const nodeGets = () =>
+      running.emulator.count({ verb: 'get', resource: 'nodes' }) +
+      running.emulator.count({ verb: 'list', resource: 'nodes' });
 
     expect(await api.getNodeUid('node-a')).toBe(uid);
     clock += 29_000;
@@ -239,6 +242,16 @@ describe('KubeSliceClient against the kube emulator', () => {
     ]);
     expect(concurrent).toEqual([newUid, newUid, newUid]);
     expect(nodeGets()).toBe(1);
+  });
+
+  it('fills a cold Node cache with one list instead of a read per Node', async () => {
+    const api = client();
+    const uids = await Promise.all(['node-a', 'node-b', 'node-c'].map((n) => createNode(n)));
+    for (const [i, node] of ['node-a', 'node-b', 'node-c'].entries()) {
+      expect(await api.getNodeUid(node)).toBe(uids[i]);
+    }
+    expect(running.emulator.count({ verb: 'list', resource: 'nodes' })).toBe(1);
+    expect(running.emulator.count({ verb: 'get', resource: 'nodes' })).toBe(0);
   });
 
   it('round-trips the JSON shape value for value: timestamps, quantities, typed attributes', async () => {
@@ -341,7 +354,8 @@ describe('KubeSliceClient against the kube emulator', () => {
       status: 503,
       retryAfterSeconds: 1,
     });
-    expect(await rejection(api.getNodeUid('node-a'))).toMatchObject({
+    // maxAgeMs asks for this Node itself (no bulk list of every Node first).
+    expect(await rejection(api.getNodeUid('node-a', { maxAgeMs: 0 }))).toMatchObject({
       code: 'server-error',
       retryAfterMs: 1000,
     });

