@@ -38,6 +38,12 @@ export const exampleDriverConfigSchema = z.object({
     ['http:', 'https:'],
     'Registration API to register with at start and deregister from on SIGTERM; unset: no registration.',
   ).optional(),
+  REGISTRATION_TOKEN_FILE: z
+    .string()
+    .optional()
+    .describe(
+      'File holding the bearer token sent to REGISTRATION_API_URL (a token bound to NODE_NAME, or an admin token).',
+    ),
   FAULT: z
     .enum(faults, { message: `must be one of ${faults.join(', ')}` })
     .default('none')

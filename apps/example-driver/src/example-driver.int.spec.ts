@@ -16,7 +16,9 @@ const MAIN = join(ROOT, 'apps/example-driver/src/main.ts');
 describe('example-driver process', () => {
   let dir: string;
   const requests: string[] = [];
+  const authorizations: (string | undefined)[] = [];
   const api = createServer((req, res) => {
+    authorizations.push(req.headers.authorization);
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
@@ -42,6 +44,8 @@ describe('example-driver process', () => {
     const socket = join(dir, 'plugin.sock');
     const endpoint = `unix://${socket}`;
     const { port } = api.address() as AddressInfo;
+    const tokenFile = join(dir, 'token');
+    await writeFile(tokenFile, 'node-a-token-0123456789abcdef0123456789\n');
     child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@slicekeeper/source', MAIN], {
       cwd: ROOT,
       env: {
@@ -50,6 +54,7 @@ describe('example-driver process', () => {
         ENDPOINT: endpoint,
         INVENTORY_FILE: file,
         REGISTRATION_API_URL: `http://127.0.0.1:${port}`,
+        REGISTRATION_TOKEN_FILE: tokenFile,
         LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -60,6 +65,7 @@ describe('example-driver process', () => {
       driver: 'gpu.example.com',
       endpoint,
     });
+    expect(authorizations[0]).toBe('Bearer node-a-token-0123456789abcdef0123456789');
 
     const client = new publisher.ResourcePublisherClient(endpoint, credentials.createInsecure());
     const seen: DriverInventory[] = [];

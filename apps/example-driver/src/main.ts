@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { errorMessage } from '@slicekeeper/errors';
@@ -57,7 +57,12 @@ async function main(): Promise<void> {
   const registration =
     config.REGISTRATION_API_URL === undefined
       ? undefined
-      : new RegistrationClient({ baseUrl: config.REGISTRATION_API_URL });
+      : new RegistrationClient({
+          baseUrl: config.REGISTRATION_API_URL,
+          ...(config.REGISTRATION_TOKEN_FILE === undefined
+            ? {}
+            : { token: (await readFile(config.REGISTRATION_TOKEN_FILE, 'utf8')).trim() }),
+        });
 
   installShutdown({
     logger,

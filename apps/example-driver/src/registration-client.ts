@@ -5,6 +5,8 @@ export interface RegistrationClientOptions {
   baseUrl: string;
   /** Bound on each request, ms. @defaultValue 5000 */
   timeoutMs?: number;
+  /** Bearer token for the API: a token bound to the driver's node, or an admin token. */
+  token?: string;
 }
 
 export interface PluginIdentity {
@@ -37,12 +39,14 @@ export class RegistrationClient {
     const url = new URL(path, this.options.baseUrl);
     let response: Response;
     try {
+      const headers: Record<string, string> = {};
+      if (this.options.token !== undefined) headers.authorization = `Bearer ${this.options.token}`;
+      if (body !== undefined) headers['content-type'] = 'application/json';
       response = await fetch(url, {
         method,
+        headers,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
-        ...(body === undefined
-          ? {}
-          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
       throw new Error(`${method} ${url.pathname}: ${errorMessage(error)}`, { cause: error });
