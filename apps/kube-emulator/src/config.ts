@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { envDurationMs, envInt, envLogLevel, envPort, parseConfig } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
-const schema = z.object({
+export const schema = z.object({
   PORT: envPort(
     8001,
     'Port of the plain-HTTP API (8001, as `kubectl proxy`, which also serves the API without TLS); 0 picks a free one.',

@@ -1,0 +1,24 @@
+export { LocalStack } from './local-stack';
+export type { LocalStackInfo, LocalStackOptions } from './local-stack';
+export { LogPrefixer } from './log-prefixer';
+export type { LogPrefixerOptions } from './log-prefixer';
+export { SupervisedProcess, appCommand, repoRoot } from './supervised-process';
+export type { LogEntry, SupervisedProcessOptions } from './supervised-process';
+export { RedisNotInstalledError, freePort, startRedisServer } from './redis-server';
+export type { RunningRedisServer, StartRedisServerOptions } from './redis-server';
+export { generateStackTokens, tokenFileJson, writeStackTokens } from './stack-tokens';
+export type { StackTokens } from './stack-tokens';
+export { PluginRegistrar } from './plugin-registrar';
+export type { PluginRegistration, PluginRegistrarOptions } from './plugin-registrar';
+export { createEmulatorNodes } from './emulator-nodes';
+export {
+  CONFIG_END,
+  CONFIG_START,
+  configSectionOf,
+  describeConfig,
+  renderConfigSection,
+  renderConfigTable,
+  replaceConfigSection,
+} from './describe-config';
+export type { ConfigField, ServiceConfig } from './describe-config';
+export { stackSummary } from './stack-summary';

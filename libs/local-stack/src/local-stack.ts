@@ -1,0 +1,388 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorMessage } from '@slicekeeper/errors';
+import { createEmulatorNodes } from './emulator-nodes';
+import { LogPrefixer } from './log-prefixer';
+import { PluginRegistrar } from './plugin-registrar';
+import type { PluginRegistration } from './plugin-registrar';
+import { freePort, startRedisServer } from './redis-server';
+import { generateStackTokens, writeStackTokens } from './stack-tokens';
+import { SupervisedProcess, appCommand } from './supervised-process';
+import type { LogEntry } from './supervised-process';
+
+export interface LocalStackOptions {
+  /** Absolute directory of the stack's state: kubeconfig, tokens, plugin sockets. */
+  stateDir: string;
+  /** An existing Redis to use; unset: a private redis-server that keeps nothing. */
+  redisUrl?: string;
+  redisPrefix: string;
+  /** A real cluster's kubeconfig; unset: the kube emulator, with `nodes` created in it. */
+  kubeconfig?: string;
+  /** The nodes an example driver runs on, one driver each. */
+  nodes: readonly string[];
+  /** The example drivers' DRA driver name. */
+  driverName: string;
+  syncerReplicas: number;
+  /** Registration API port; 0: any free one. */
+  apiPort: number;
+  /** Kube emulator port; 0: any free one. */
+  emulatorPort: number;
+  /** The services' log level. */
+  logLevel: string;
+  /** How long to wait for every service and for the drivers' slices, ms. */
+  startTimeoutMs: number;
+  /** Variables the children inherit (PATH, HOME …); every setting is passed explicitly. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where the stack's and its processes' lines go, formatted for a human. */
+  write: (line: string) => void;
+  /** ANSI colours in the output. @defaultValue false */
+  color?: boolean;
+  /** Bound on each process's graceful stop before SIGKILL, ms. @defaultValue 10000 */
+  stopGraceMs?: number;
+}
+
+/** Where everything is, once the stack runs. */
+export interface LocalStackInfo {
+  apiUrl: string;
+  docsUrl: string;
+  kubeconfig: string;
+  /** The kube emulator's URL; undefined with a real cluster. */
+  emulatorUrl: string | undefined;
+  redisUrl: string;
+  tokenFile: string;
+  adminTokenFile: string;
+  /** Every child process, by name. */
+  pids: ReadonlyMap<string, number>;
+  /** From `start()` until every driver's slices were published, ms. */
+  startedInMs: number;
+}
+
+/** Variables passed on from the environment to every child; nothing else leaks in. */
+const INHERITED = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'SystemRoot'];
+const SELF = 'local-stack';
+
+/**
+ * The whole slicekeeper system on loopback, each service its own process as in production:
+ * Redis (unless one is given), the kube emulator (unless a cluster is given) with the example
+ * nodes, the registration API, the plugin-watcher, the slice-syncer replicas and one example
+ * driver per node, registered with node-bound tokens. Lines of every process are shown with its
+ * name in front. `close()` stops everything in reverse order: SIGTERM, then SIGKILL stragglers.
+ */
+export class LocalStack {
+  /** Resolves with the first process that exits while the stack runs (not on `close()`). */
+  readonly unexpectedExit: Promise<SupervisedProcess>;
+  private readonly processes: SupervisedProcess[] = [];
+  private readonly prefixer: LogPrefixer;
+  private readonly registrations: PluginRegistration[] = [];
+  private registrar: PluginRegistrar | undefined;
+  private closing: Promise<void> | undefined;
+  private reportExit: (process: SupervisedProcess) => void = () => undefined;
+  private readonly killOnExit = (): void => {
+    for (const child of this.processes) child.kill();
+  };
+
+  constructor(private readonly options: LocalStackOptions) {
+    this.prefixer = new LogPrefixer({
+      names: [
+        SELF,
+        'redis',
+        'kube-emulator',
+        'registration-api',
+        'plugin-watcher',
+        ...this.syncerNames(),
+        ...this.driverNames(),
+      ],
+      color: options.color ?? false,
+    });
+    this.unexpectedExit = new Promise((resolve) => {
+      this.reportExit = resolve;
+    });
+  }
+
+  /** Prints a line of the stack's own, prefixed like the processes' lines. */
+  say(message: string): void {
+    this.options.write(this.prefixer.format(SELF, message));
+  }
+
+  /**
+   * Starts everything and waits until every driver's slices are published. Fails — naming the
+   * process and showing its stderr — when a service dies or does not come up in time; the caller
+   * then calls `close()`.
+   */
+  async start(): Promise<LocalStackInfo> {
+    const died = this.unexpectedExit.then(async (child) => {
+      const code = await child.exited;
+      const stderr = child.stderr === '' ? '' : `:\n${child.stderr}`;
+      throw new Error(`${child.name} exited (${code}) while the stack was starting${stderr}`);
+    });
+    return Promise.race([this.startAll(), died]);
+  }
+
+  private async startAll(): Promise<LocalStackInfo> {
+    const o = this.options;
+    // SIGKILL whatever still runs if this process exits without closing (an uncaught error).
+    process.once('exit', this.killOnExit);
+    const started = Date.now();
+    const socketDir = join(o.stateDir, 'sockets');
+    const tokenFile = join(o.stateDir, 'tokens.json');
+    const adminTokenFile = join(o.stateDir, 'admin-token');
+    await mkdir(o.stateDir, { recursive: true });
+    // Sockets of an earlier run that was killed would be refused as "in use" by the drivers.
+    await rm(socketDir, { recursive: true, force: true });
+    await mkdir(socketDir, { recursive: true });
+    const tokens = generateStackTokens(o.nodes);
+    await writeStackTokens(tokens, { tokenFile, adminTokenFile });
+
+    // The drivers need nothing else: start them first, they take longest to load.
+    const drivers = o.nodes.map((node, index) => {
+      const endpoint = `unix://${join(socketDir, node, `${o.driverName}.sock`)}`;
+      const driver = this.spawnApp(this.driverNames()[index] ?? node, 'example-driver', {
+        DRIVER_NAME: o.driverName,
+        NODE_NAME: node,
+        ENDPOINT: endpoint,
+      });
+      return { node, endpoint, process: driver };
+    });
+    const { kubeconfig, emulator } = await this.startCluster();
+    const redisUrl = o.redisUrl ?? (await this.startRedis(join(o.stateDir, 'redis')));
+
+    const shared = { REDIS_URL: redisUrl, REDIS_PREFIX: o.redisPrefix };
+    const api = this.spawnApp('registration-api', 'registration-api', {
+      ...shared,
+      HOST: '127.0.0.1',
+      PORT: String(o.apiPort),
+      TOKEN_FILE: tokenFile,
+      PLUGIN_SOCKET_DIRS: socketDir,
+    });
+    const watcher = this.spawnApp('plugin-watcher', 'plugin-watcher', {
+      ...shared,
+      WATCHER_MODE: 'shared',
+      REPLICA_ID: 'plugin-watcher-1',
+      PROBE_HOST: '127.0.0.1',
+      PROBE_PORT: '0',
+    });
+    const syncers = this.syncerNames().map((name) =>
+      this.spawnApp(name, 'slice-syncer', {
+        ...shared,
+        KUBECONFIG: kubeconfig,
+        PROBE_HOST: '127.0.0.1',
+        PROBE_PORT: '0',
+      }),
+    );
+
+    const listening = await this.waitFor(api, (e) => /^Server listening at /.test(e.msg ?? ''));
+    const apiUrl = (listening.msg ?? '').replace(/^Server listening at /, '');
+    this.registrar = new PluginRegistrar({ apiUrl });
+    const registrar = this.registrar;
+    // The nodes must exist before the drivers register, or the syncers park them as node-missing.
+    const emulatorUrl = await emulator;
+    await Promise.all([
+      this.waitFor(watcher, (e) => e.msg === 'watching'),
+      ...syncers.map((syncer) => this.waitFor(syncer, (e) => e.msg === 'started')),
+      ...drivers.map(async ({ node, endpoint, process: driver }) => {
+        await this.waitFor(driver, (e) => e.msg === 'serving');
+        const plugin = { node, driver: o.driverName, endpoint, token: tokenOf(tokens.nodes, node) };
+        await registrar.register(plugin);
+        this.registrations.push(plugin);
+      }),
+    ]);
+    await this.waitForSlices(registrar, tokens.admin);
+
+    return {
+      apiUrl,
+      docsUrl: `${apiUrl}/docs`,
+      kubeconfig,
+      emulatorUrl,
+      redisUrl,
+      tokenFile,
+      adminTokenFile,
+      pids: new Map(
+        this.processes.flatMap((p) => (p.pid === undefined ? [] : [[p.name, p.pid] as const])),
+      ),
+      startedInMs: Date.now() - started,
+    };
+  }
+
+  /**
+   * Stops everything, the drivers first and Redis last: SIGTERM, then SIGKILL after the grace
+   * period. Idempotent; never rejects.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const registrar = this.registrar;
+      if (registrar !== undefined) {
+        // What the drivers would do on SIGTERM themselves: slices go promptly, also from a real
+        // cluster or a shared Redis that outlive the stack.
+        await Promise.all(
+          this.registrations.map((plugin) =>
+            registrar.deregister(plugin).catch((error: unknown) => {
+              this.say(
+                `could not deregister ${plugin.node}/${plugin.driver}: ${errorMessage(error)}`,
+              );
+            }),
+          ),
+        );
+      }
+      const order = [
+        this.driverNames(),
+        ['plugin-watcher', 'registration-api'],
+        this.syncerNames(),
+        ['kube-emulator'],
+        ['redis'],
+      ];
+      for (const names of order) {
+        await Promise.all(
+          this.processes
+            .filter((p) => names.includes(p.name))
+            .map((p) => p.stop(this.options.stopGraceMs)),
+        );
+      }
+      // Anything not in the order above (none today) goes last.
+      await Promise.all(this.processes.map((p) => p.stop(this.options.stopGraceMs)));
+      process.off('exit', this.killOnExit);
+    })();
+    return this.closing;
+  }
+
+  private async startRedis(dir: string): Promise<string> {
+    const redis = await startRedisServer({
+      dir,
+      env: this.childEnv({}),
+      // Redis's start-up banner and warnings are noise here; a failure to start shows them.
+    });
+    this.track(redis.process);
+    if (this.closing !== undefined) await redis.process.stop();
+    return redis.url;
+  }
+
+  /**
+   * Starts the kube emulator (unless a cluster is given) on a port chosen now, and writes its
+   * kubeconfig at once — the emulator writes the same file once it listens — so that the
+   * syncers, which take longest to load, can start alongside it instead of after it.
+   */
+  private async startCluster(): Promise<{
+    kubeconfig: string;
+    emulator: Promise<string> | undefined;
+  }> {
+    const o = this.options;
+    if (o.kubeconfig !== undefined) return { kubeconfig: o.kubeconfig, emulator: undefined };
+    const port = o.emulatorPort === 0 ? await freePort() : o.emulatorPort;
+    const kubeconfig = join(o.stateDir, 'kubeconfig');
+    await writeFile(kubeconfig, emulatorKubeconfig(`http://127.0.0.1:${port}`), { mode: 0o600 });
+    const emulator = this.spawnApp('kube-emulator', 'kube-emulator', {
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      KUBECONFIG_OUT: kubeconfig,
+    });
+    const ready = (async () => {
+      const listening = await this.waitFor(emulator, (e) => e.msg === 'listening');
+      const url = String(listening.url);
+      await createEmulatorNodes(url, o.nodes);
+      this.say(`created nodes ${o.nodes.join(', ')}`);
+      return url;
+    })();
+    // Awaited later; a failure meanwhile must not count as an unhandled rejection.
+    ready.catch(() => undefined);
+    return { kubeconfig, emulator: ready };
+  }
+
+  private spawnApp(name: string, app: string, env: Record<string, string>): SupervisedProcess {
+    if (this.closing !== undefined) throw new Error(`not starting ${name}: the stack is stopping`);
+    const { command, args } = appCommand(app);
+    const child = new SupervisedProcess({
+      name,
+      command,
+      args,
+      env: this.childEnv({ LOG_LEVEL: this.options.logLevel, ...env }),
+      onLine: (line, stream) => {
+        // fastify logs every request twice; 'request completed' says all 'incoming request' does.
+        if (line.includes('"msg":"incoming request"')) return;
+        this.options.write(this.prefixer.format(name, line, stream));
+      },
+    });
+    this.track(child);
+    return child;
+  }
+
+  private track(child: SupervisedProcess): void {
+    this.processes.push(child);
+    void child.exited.then(() => {
+      if (this.closing === undefined) this.reportExit(child);
+    });
+  }
+
+  private childEnv(env: Record<string, string>): Record<string, string> {
+    const inherited: Record<string, string> = {};
+    for (const name of INHERITED) {
+      const value = this.options.env[name];
+      if (value !== undefined) inherited[name] = value;
+    }
+    return { ...inherited, ...env };
+  }
+
+  private waitFor(
+    child: SupervisedProcess,
+    match: (entry: LogEntry) => boolean,
+  ): Promise<LogEntry> {
+    return child.waitForLog(match, 'that it is ready', this.options.startTimeoutMs);
+  }
+
+  /** Waits until the syncers have published every driver's slices (through the API's status). */
+  private async waitForSlices(registrar: PluginRegistrar, adminToken: string): Promise<void> {
+    const deadline = Date.now() + this.options.startTimeoutMs;
+    const pending = new Set(this.options.nodes);
+    while (pending.size > 0) {
+      for (const node of [...pending]) {
+        const slices = await registrar
+          .publishedSlices({ node, driver: this.options.driverName, token: adminToken })
+          .catch(() => undefined);
+        if (slices !== undefined) {
+          pending.delete(node);
+          this.say(`${node}: ${slices.length} ResourceSlice(s) published: ${slices.join(', ')}`);
+        }
+      }
+      if (pending.size === 0) return;
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `no ResourceSlices for ${[...pending].join(', ')} within ${this.options.startTimeoutMs}ms`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  private syncerNames(): string[] {
+    return Array.from({ length: this.options.syncerReplicas }, (_, i) => `slice-syncer-${i + 1}`);
+  }
+
+  private driverNames(): string[] {
+    return this.options.nodes.map((node) => `example-driver-${node}`);
+  }
+}
+
+function tokenOf(tokens: ReadonlyMap<string, string>, node: string): string {
+  const token = tokens.get(node);
+  if (token === undefined) throw new Error(`no token for node ${node}`);
+  return token;
+}
+
+/**
+ * The kubeconfig the kube emulator writes (`buildKubeconfig` of `@slicekeeper/apiserver`), as
+ * JSON, which is YAML too; not imported to keep the emulator's engine out of this process.
+ */
+function emulatorKubeconfig(server: string): string {
+  const name = 'kube-emulator';
+  return `${JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name, cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name, user: {} }],
+      contexts: [{ name, context: { cluster: name, user: name } }],
+      'current-context': name,
+      preferences: {},
+    },
+    null,
+    2,
+  )}\n`;
+}
