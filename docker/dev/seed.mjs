@@ -1,0 +1,46 @@
+// One-shot setup of the compose stack: creates the emulated Nodes, then registers each example
+// driver with the registration API, as kubelet would when a plugin socket appears.
+//
+// usage: node seed.mjs <kube-url> <registration-api-url> <token-file> <node>=<endpoint>...
+import { readFile } from 'node:fs/promises';
+
+const [kubeUrl, apiUrl, tokenFile, ...plugins] = process.argv.slice(2);
+if (kubeUrl === undefined || apiUrl === undefined || tokenFile === undefined) {
+  console.error(
+    'usage: seed.mjs <kube-url> <registration-api-url> <token-file> <node>=<endpoint>...',
+  );
+  process.exit(2);
+}
+const { tokens } = JSON.parse(await readFile(tokenFile, 'utf8'));
+const admin = tokens.find((entry) => entry.role === 'admin');
+const driver = 'gpu.example.com';
+
+async function send(method, url, body, headers = {}) {
+  const response = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  // 409: the Node already exists (the seed ran before); the stack is already set up.
+  if (!response.ok && response.status !== 409) {
+    throw new Error(`${method} ${url}: ${response.status} ${await response.text()}`);
+  }
+  return response.status;
+}
+
+for (const plugin of plugins) {
+  const [node, endpoint] = plugin.split('=');
+  await send('POST', `${kubeUrl}/api/v1/nodes`, {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: node },
+  });
+  await send(
+    'POST',
+    `${apiUrl}/v1/plugins`,
+    { node, driver, endpoint },
+    { authorization: `Bearer ${admin.token}` },
+  );
+  console.log(`node ${node}: ${driver} registered at ${endpoint}`);
+}
