@@ -38,6 +38,10 @@ export const exampleDriverConfigSchema = z.object({
     ['http:', 'https:'],
     'Registration API to register with at start and deregister from on SIGTERM; unset: no registration.',
   ).optional(),
+  REGISTRATION_TIMEOUT: envDurationMs(
+    '30s',
+    'How long to keep trying to register while the registration API is not reachable yet.',
+  ),
   REGISTRATION_TOKEN_FILE: z
     .string()
     .optional()

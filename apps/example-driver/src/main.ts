@@ -6,7 +6,7 @@ import { createLogger, installShutdown } from '@slicekeeper/observability';
 import { parseEndpoint } from '@slicekeeper/proto';
 import { loadConfig } from './config';
 import { loadInventoryFile, watchInventoryFile } from './inventory-file';
-import { RegistrationClient } from './registration-client';
+import { RegistrationClient, RegistrationError } from './registration-client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -80,7 +80,22 @@ async function main(): Promise<void> {
   });
 
   if (registration !== undefined) {
-    await registration.register(plugin);
+    // Like a kubelet plugin, keep trying while the API is not up yet; give up on a refusal.
+    const deadline = Date.now() + config.REGISTRATION_TIMEOUT;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await registration.register(plugin);
+        break;
+      } catch (error) {
+        if (
+          !(error instanceof RegistrationError && error.retryable) ||
+          Date.now() + delay > deadline
+        ) {
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
     logger.info(plugin, 'registered');
   }
   if (config.FAULT === 'exit') {

@@ -16,6 +16,18 @@ export interface PluginIdentity {
   endpoint: string;
 }
 
+/** A failed registration request; `retryable` when the API may answer later (not up yet, 5xx, 429). */
+export class RegistrationError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'RegistrationError';
+  }
+}
+
 /**
  * The example driver's client of the registration API (`POST /v1/plugins`,
  * `DELETE /v1/plugins/{node}/{driver}?endpoint=`): what kubelet's plugin watcher does when a
@@ -49,10 +61,15 @@ export class RegistrationClient {
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
-      throw new Error(`${method} ${url.pathname}: ${errorMessage(error)}`, { cause: error });
+      throw new RegistrationError(`${method} ${url.pathname}: ${errorMessage(error)}`, true, {
+        cause: error,
+      });
     }
     if (!response.ok && !(method === 'DELETE' && response.status === 404)) {
-      throw new Error(`${method} ${url.pathname}: ${response.status} ${await response.text()}`);
+      throw new RegistrationError(
+        `${method} ${url.pathname}: ${response.status} ${await response.text()}`,
+        response.status === 429 || response.status >= 500,
+      );
     }
   }
 }

@@ -177,7 +177,10 @@ describe('npm start (the local stack)', () => {
   }, 60_000);
 
   it('exits non-zero with the stderr of a service that dies at start', async () => {
-    blocker = createServer();
+    // It holds the API's port and drops whoever connects (the drivers, trying to register).
+    blocker = createServer((socket) => {
+      socket.destroy();
+    });
     await new Promise<void>((resolve) => blocker?.listen(0, '127.0.0.1', resolve));
     const taken = (blocker.address() as AddressInfo).port;
     const stack = new StackProcess({ STATE_DIR: join(stateDir, 'fail'), API_PORT: String(taken) });

@@ -8,8 +8,8 @@ export { RedisNotInstalledError, freePort, startRedisServer } from './redis-serv
 export type { RunningRedisServer, StartRedisServerOptions } from './redis-server';
 export { generateStackTokens, tokenFileJson, writeStackTokens } from './stack-tokens';
 export type { StackTokens } from './stack-tokens';
-export { PluginRegistrar } from './plugin-registrar';
-export type { PluginRegistration, PluginRegistrarOptions } from './plugin-registrar';
+export { PluginStatusClient } from './plugin-status-client';
+export type { PluginStatusClientOptions, StackPlugin } from './plugin-status-client';
 export { createEmulatorNodes } from './emulator-nodes';
 export {
   CONFIG_END,

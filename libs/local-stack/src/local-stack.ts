@@ -1,10 +1,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage } from '@slicekeeper/errors';
 import { createEmulatorNodes } from './emulator-nodes';
 import { LogPrefixer } from './log-prefixer';
-import { PluginRegistrar } from './plugin-registrar';
-import type { PluginRegistration } from './plugin-registrar';
+import { PluginStatusClient } from './plugin-status-client';
 import { freePort, startRedisServer } from './redis-server';
 import { generateStackTokens, writeStackTokens } from './stack-tokens';
 import { SupervisedProcess, appCommand } from './supervised-process';
@@ -73,8 +71,6 @@ export class LocalStack {
   readonly unexpectedExit: Promise<SupervisedProcess>;
   private readonly processes: SupervisedProcess[] = [];
   private readonly prefixer: LogPrefixer;
-  private readonly registrations: PluginRegistration[] = [];
-  private registrar: PluginRegistrar | undefined;
   private closing: Promise<void> | undefined;
   private reportExit: (process: SupervisedProcess) => void = () => undefined;
   private readonly killOnExit = (): void => {
@@ -132,17 +128,28 @@ export class LocalStack {
     await mkdir(socketDir, { recursive: true });
     const tokens = generateStackTokens(o.nodes);
     await writeStackTokens(tokens, { tokenFile, adminTokenFile });
+    // The drivers register themselves, each with its node's token, at an address fixed now.
+    const apiPort = o.apiPort === 0 ? await freePort() : o.apiPort;
+    const nodeTokenDir = join(o.stateDir, 'node-tokens');
+    await mkdir(nodeTokenDir, { recursive: true });
 
-    // The drivers need nothing else: start them first, they take longest to load.
-    const drivers = o.nodes.map((node, index) => {
-      const endpoint = `unix://${join(socketDir, node, `${o.driverName}.sock`)}`;
-      const driver = this.spawnApp(this.driverNames()[index] ?? node, 'example-driver', {
-        DRIVER_NAME: o.driverName,
-        NODE_NAME: node,
-        ENDPOINT: endpoint,
-      });
-      return { node, endpoint, process: driver };
-    });
+    // Start the drivers first: they take longest to load, and retry registering until the API
+    // answers.
+    const drivers = await Promise.all(
+      o.nodes.map(async (node, index) => {
+        const endpoint = `unix://${join(socketDir, node, `${o.driverName}.sock`)}`;
+        const nodeTokenFile = join(nodeTokenDir, node);
+        await writeFile(nodeTokenFile, `${tokenOf(tokens.nodes, node)}\n`, { mode: 0o600 });
+        const driver = this.spawnApp(this.driverNames()[index] ?? node, 'example-driver', {
+          DRIVER_NAME: o.driverName,
+          NODE_NAME: node,
+          ENDPOINT: endpoint,
+          REGISTRATION_API_URL: `http://127.0.0.1:${apiPort}`,
+          REGISTRATION_TOKEN_FILE: nodeTokenFile,
+        });
+        return { node, process: driver };
+      }),
+    );
     const { kubeconfig, emulator } = await this.startCluster();
     const redisUrl = o.redisUrl ?? (await this.startRedis(join(o.stateDir, 'redis')));
 
@@ -150,7 +157,7 @@ export class LocalStack {
     const api = this.spawnApp('registration-api', 'registration-api', {
       ...shared,
       HOST: '127.0.0.1',
-      PORT: String(o.apiPort),
+      PORT: String(apiPort),
       TOKEN_FILE: tokenFile,
       PLUGIN_SOCKET_DIRS: socketDir,
     });
@@ -172,21 +179,15 @@ export class LocalStack {
 
     const listening = await this.waitFor(api, (e) => /^Server listening at /.test(e.msg ?? ''));
     const apiUrl = (listening.msg ?? '').replace(/^Server listening at /, '');
-    this.registrar = new PluginRegistrar({ apiUrl });
-    const registrar = this.registrar;
+    const statusClient = new PluginStatusClient({ apiUrl });
     // The nodes must exist before the drivers register, or the syncers park them as node-missing.
     const emulatorUrl = await emulator;
     await Promise.all([
       this.waitFor(watcher, (e) => e.msg === 'watching'),
       ...syncers.map((syncer) => this.waitFor(syncer, (e) => e.msg === 'started')),
-      ...drivers.map(async ({ node, endpoint, process: driver }) => {
-        await this.waitFor(driver, (e) => e.msg === 'serving');
-        const plugin = { node, driver: o.driverName, endpoint, token: tokenOf(tokens.nodes, node) };
-        await registrar.register(plugin);
-        this.registrations.push(plugin);
-      }),
+      ...drivers.map(({ process: driver }) => this.waitFor(driver, (e) => e.msg === 'registered')),
     ]);
-    await this.waitForSlices(registrar, tokens.admin);
+    await this.waitForSlices(statusClient, tokens.admin);
 
     return {
       apiUrl,
@@ -209,20 +210,7 @@ export class LocalStack {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const registrar = this.registrar;
-      if (registrar !== undefined) {
-        // What the drivers would do on SIGTERM themselves: slices go promptly, also from a real
-        // cluster or a shared Redis that outlive the stack.
-        await Promise.all(
-          this.registrations.map((plugin) =>
-            registrar.deregister(plugin).catch((error: unknown) => {
-              this.say(
-                `could not deregister ${plugin.node}/${plugin.driver}: ${errorMessage(error)}`,
-              );
-            }),
-          ),
-        );
-      }
+      // The drivers go first and deregister themselves on SIGTERM, while the API still runs.
       const order = [
         this.driverNames(),
         ['plugin-watcher', 'registration-api'],
@@ -328,12 +316,12 @@ export class LocalStack {
   }
 
   /** Waits until the syncers have published every driver's slices (through the API's status). */
-  private async waitForSlices(registrar: PluginRegistrar, adminToken: string): Promise<void> {
+  private async waitForSlices(statusClient: PluginStatusClient, adminToken: string): Promise<void> {
     const deadline = Date.now() + this.options.startTimeoutMs;
     const pending = new Set(this.options.nodes);
     while (pending.size > 0) {
       for (const node of [...pending]) {
-        const slices = await registrar
+        const slices = await statusClient
           .publishedSlices({ node, driver: this.options.driverName, token: adminToken })
           .catch(() => undefined);
         if (slices !== undefined) {
