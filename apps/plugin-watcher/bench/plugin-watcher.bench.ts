@@ -18,11 +18,6 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import type { DriverInventory } from '@slicekeeper/contracts';
@@ -31,6 +26,7 @@ import { createLogger, createMetricsRegistry } from '@slicekeeper/observability'
 import { publisher } from '@slicekeeper/proto';
 import { SyncQueue } from '@slicekeeper/queue';
 import { RegistrationStore } from '@slicekeeper/registry';
+import { RedisServer } from '@slicekeeper/testing';
 import { PluginWatcher } from '@slicekeeper/watcher';
 
 const DRIVER = 'gpu.example.com';
@@ -265,68 +261,6 @@ class Child {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'sk-bench-redis-'));
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const probe = new Redis(url, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch (error) {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        await rm(dir, { recursive: true, force: true });
-        throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    } finally {
-      probe.disconnect();
-    }
-  }
-  return {
-    url,
-    stop: async () => {
-      child.kill('SIGKILL');
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 interface Row {
   streams: number;
   process: string;
@@ -381,7 +315,7 @@ async function measure(
 async function orchestrate(counts: number[]): Promise<void> {
   const rows: Row[] = [];
   for (const count of counts) {
-    const redis = await startRedis();
+    const redis = await RedisServer.start();
     const farmChild = new Child(['farm', String(count)]);
     try {
       const { endpoints = [] } = await farmChild.next('ready');

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@slicekeeper/local-stack';
 
 export interface RedisServerOptions {
   /** Keep an append-only file, so that a restart keeps the data. @defaultValue false */
@@ -161,20 +160,4 @@ function waitUntilReady(child: ChildProcess, timeoutMs: number): Promise<void> {
     child.once('error', onError);
     child.once('exit', onExit);
   });
-}
-
-/** A TCP port that was free a moment ago on the loopback interface. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => {
-    server.close(() => {
-      resolve();
-    });
-  });
-  return port;
 }

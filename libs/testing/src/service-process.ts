@@ -2,9 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-
-/** The repository root (libs/testing/src is three levels below it). */
-export const repoRoot = join(__dirname, '../../..');
+import { repoRoot } from '@slicekeeper/local-stack';
 
 export interface ServiceProcessOptions {
   /** The app under apps/, e.g. `slice-syncer`. */
