@@ -31,8 +31,13 @@ export interface RequestMatcher {
 export interface FaultSpec extends RequestMatcher {
   /** HTTP status to answer with, e.g. 409, 429, 500, 503. */
   readonly status: number;
-  /** How many matching requests fail before the rule is spent. @defaultValue 1 */
+  /**
+   * How many matching requests fail before the rule is spent. @defaultValue 1, or unlimited
+   * when `durationMs` is set
+   */
   readonly times?: number;
+  /** The rule is spent this long after it was injected, ms (an outage of a given length). */
+  readonly durationMs?: number;
   /** Seconds for the `Retry-After` header and `details.retryAfterSeconds`. */
   readonly retryAfterSeconds?: number;
   /** Status message; the real server's usual text for the code when unset. */
@@ -55,11 +60,15 @@ export interface RequestLogEntry {
   readonly code: number;
   /** The resourceVersion of the object written, when the request wrote one. */
   readonly resourceVersion?: string;
+  /** When the request was answered, ms since the epoch (the emulator's clock). */
+  readonly at: number;
 }
 
 interface Rule<T> {
   spec: T;
   remaining: number;
+  /** Spent from this time on, ms since the epoch. */
+  expiresAt?: number;
 }
 
 export interface RequestInfo {
@@ -79,6 +88,8 @@ function matches(rule: RequestMatcher, info: RequestInfo): boolean {
 const LOG_LIMIT = 10_000;
 
 export class EmulatorHooks {
+  constructor(private readonly now: () => number = Date.now) {}
+
   private counts = new Map<
     string,
     { verb: string; resource: string; code: number; count: number }
@@ -104,6 +115,7 @@ export class EmulatorHooks {
       name: info.name,
       code,
       ...(resourceVersion === undefined ? {} : { resourceVersion }),
+      at: this.now(),
     });
     // Trimmed in batches: slicing on every request would make each one cost O(LOG_LIMIT).
     if (this.log.length > 2 * LOG_LIMIT) this.log = this.log.slice(this.log.length - LOG_LIMIT);
@@ -134,7 +146,15 @@ export class EmulatorHooks {
   }
 
   injectFault(spec: FaultSpec): void {
-    this.faults.push({ spec, remaining: spec.times ?? 1 });
+    if (spec.durationMs === undefined) {
+      this.faults.push({ spec, remaining: spec.times ?? 1 });
+      return;
+    }
+    this.faults.push({
+      spec,
+      remaining: spec.times ?? Number.POSITIVE_INFINITY,
+      expiresAt: this.now() + spec.durationMs,
+    });
   }
 
   addLatency(spec: LatencySpec): void {
@@ -143,10 +163,13 @@ export class EmulatorHooks {
 
   /** The fault the request must fail with, if a rule matches (and consumes one use of it). */
   takeFault(info: RequestInfo): FaultSpec | undefined {
-    const rule = this.faults.find((r) => r.remaining > 0 && matches(r.spec, info));
+    const now = this.now();
+    this.faults = this.faults.filter(
+      (r) => r.remaining > 0 && (r.expiresAt === undefined || now < r.expiresAt),
+    );
+    const rule = this.faults.find((r) => matches(r.spec, info));
     if (rule === undefined) return undefined;
     rule.remaining--;
-    this.faults = this.faults.filter((r) => r.remaining > 0);
     return rule.spec;
   }
 

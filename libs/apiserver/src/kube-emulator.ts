@@ -89,6 +89,7 @@ const faultSchema = z.strictObject({
   ...matcherSchema,
   status: z.number().int().min(400).max(599),
   times: z.number().int().positive().optional(),
+  durationMs: z.number().int().positive().optional(),
   retryAfterSeconds: z.number().int().nonnegative().optional(),
   message: z.string().optional(),
 });
@@ -192,7 +193,8 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
  * (never a Kubernetes path, no auth):
  * - `GET /_emulator/counters` → {@link CountersSnapshot} (requests by verb, resource and code)
  * - `GET /_emulator/requests` → `{ items: RequestLogEntry[] }`, in order of arrival
- * - `POST /_emulator/faults` with a {@link FaultSpec} → 201; the next `times` matching requests fail
+ * - `POST /_emulator/faults` with a {@link FaultSpec} → 201; the next `times` matching requests
+ *   fail, or every one for `durationMs`
  * - `POST /_emulator/latency` with a {@link LatencySpec} → 201
  * - `POST /_emulator/reset[?keepObjects=true]` → counters, log, faults (and objects) cleared
  * - `POST /_emulator/forget-history` → older resourceVersions expire (410) from now on
@@ -201,7 +203,7 @@ export class KubeEmulator {
   private readonly options: KubeEmulatorOptions;
   private readonly clock: Clock;
   private readonly store: ObjectStore;
-  private readonly hooks = new EmulatorHooks();
+  private readonly hooks: EmulatorHooks;
   private readonly gc: GarbageCollector;
   private readonly api: ApiHandler;
   private readonly openStreams = new Set<ServerResponse>();
@@ -214,6 +216,7 @@ export class KubeEmulator {
   constructor(options: KubeEmulatorOptions = {}) {
     this.options = options;
     this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.hooks = new EmulatorHooks(() => this.clock.now());
     this.store = new ObjectStore(
       options.historySize === undefined ? {} : { historySize: options.historySize },
     );
@@ -314,7 +317,10 @@ export class KubeEmulator {
     return this.hooks.requestLog();
   }
 
-  /** Fails the next `times` requests matching the spec with `status` (and optional Retry-After). */
+  /**
+   * Fails the next `times` requests matching the spec with `status` (and optional Retry-After),
+   * or, with `durationMs`, every matching request for that long.
+   */
   injectFault(spec: FaultSpec): void {
     this.hooks.injectFault(faultSchema.parse(spec));
   }

@@ -84,7 +84,43 @@ export class Maintenance {
           });
   }
 
+  /**
+   * Creates the job schedulers and runs the worker. The schedulers live in Redis: when Redis
+   * comes back after a restart (perhaps empty), they are created again, or the janitor and the
+   * resync would stop until a replica restarts.
+   */
   async start(): Promise<void> {
+    await this.upsertSchedulers();
+    this.options.redis.on('ready', this.onRedisReady);
+    void this.worker.run().catch((error: unknown) => {
+      this.options.logger.error({ err: errorMessage(error) }, 'maintenance worker stopped');
+    });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.options.redis.off('ready', this.onRedisReady);
+      await this.worker.close();
+      await this.queue.close();
+    })();
+    return this.closing;
+  }
+
+  private readonly onRedisReady = (): void => {
+    this.upsertSchedulers().then(
+      () => {
+        this.options.logger.info('redis reconnected, maintenance schedules ensured');
+      },
+      (error: unknown) => {
+        this.options.logger.error(
+          { err: errorMessage(error) },
+          'could not re-create the maintenance schedules after Redis reconnected',
+        );
+      },
+    );
+  };
+
+  private async upsertSchedulers(): Promise<void> {
     const resyncEvery = this.options.resyncIntervalMs ?? 600_000;
     const janitorEvery = this.options.janitorIntervalMs ?? 60_000;
     await this.queue.upsertJobScheduler(
@@ -97,17 +133,6 @@ export class Maintenance {
       { every: janitorEvery },
       { name: 'janitor', opts: { removeOnComplete: true, removeOnFail: 10 } },
     );
-    void this.worker.run().catch((error: unknown) => {
-      this.options.logger.error({ err: errorMessage(error) }, 'maintenance worker stopped');
-    });
-  }
-
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.worker.close();
-      await this.queue.close();
-    })();
-    return this.closing;
   }
 
   async process(job: MaintenanceJob): Promise<void> {

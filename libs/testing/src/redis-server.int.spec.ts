@@ -34,6 +34,27 @@ describe('RedisServer', () => {
     }
   });
 
+  it('comes back empty when asked to, even when append-only', async () => {
+    const server = await RedisServer.start({ appendOnly: true });
+    try {
+      const before = new Redis(server.url);
+      await before.set('k', 'v');
+      before.disconnect();
+      await server.kill();
+      await server.restart({ empty: true });
+      const after = new Redis(server.url);
+      expect(await after.dbsize()).toBe(0);
+      await after.set('k2', 'v2');
+      after.disconnect();
+      await server.restart();
+      const again = new Redis(server.url);
+      expect(await again.get('k2')).toBe('v2');
+      again.disconnect();
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('loses the data across a restart when not append-only', async () => {
     const server = await RedisServer.start();
     try {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@slicekeeper/local-stack';
@@ -62,9 +62,17 @@ export class RedisServer {
     await this.terminate('SIGKILL');
   }
 
-  /** Starts the server again on the same port and directory (with its data if append-only). */
-  async restart(): Promise<void> {
+  /**
+   * Starts the server again on the same port and directory, with its data if append-only;
+   * `empty: true` deletes the data first, as a server that lost its disk would come back.
+   */
+  async restart(options: { empty?: boolean } = {}): Promise<void> {
     await this.terminate('SIGTERM');
+    if (options.empty === true) {
+      for (const entry of await readdir(this.dir)) {
+        await rm(join(this.dir, entry), { recursive: true, force: true });
+      }
+    }
     await this.spawn();
   }
 

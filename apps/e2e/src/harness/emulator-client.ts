@@ -1,0 +1,124 @@
+/** What the scenarios read of a ResourceSlice (resource.k8s.io/v1). */
+export interface ResourceSlice {
+  metadata: {
+    name: string;
+    uid: string;
+    resourceVersion: string;
+    labels?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
+  };
+  spec: {
+    driver: string;
+    nodeName?: string;
+    pool: { name: string; generation: number; resourceSliceCount: number };
+    devices?: {
+      name: string;
+      attributes?: Record<string, { int?: number; string?: string; version?: string }>;
+    }[];
+  };
+}
+
+/** One answered request, from the emulator's request log. */
+export interface LoggedRequest {
+  seq: number;
+  verb: string;
+  resource: string;
+  name: string;
+  code: number;
+  /** When it was answered, ms since the epoch. */
+  at: number;
+}
+
+export interface Fault {
+  verb?: string;
+  resource?: string;
+  name?: string;
+  status: number;
+  times?: number;
+  durationMs?: number;
+  retryAfterSeconds?: number;
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** Whether a logged request changed a ResourceSlice (a successful write). */
+export function isSliceWrite(request: LoggedRequest): boolean {
+  return (
+    request.resource === 'resourceslices' &&
+    WRITE_VERBS.has(request.verb) &&
+    request.code >= 200 &&
+    request.code < 300
+  );
+}
+
+/**
+ * The kube emulator as the scenarios see it from outside its process: its ResourceSlices and
+ * Nodes over the Kubernetes API, and its test hooks (`/_emulator/`) over HTTP.
+ */
+export class EmulatorClient {
+  constructor(readonly url: string) {}
+
+  /** Every ResourceSlice, optionally of one node and driver (field selectors, as a client would). */
+  async slices(filter: { node?: string; driver?: string } = {}): Promise<ResourceSlice[]> {
+    const selectors = [
+      ...(filter.node === undefined ? [] : [`spec.nodeName=${filter.node}`]),
+      ...(filter.driver === undefined ? [] : [`spec.driver=${filter.driver}`]),
+    ];
+    const query = selectors.length === 0 ? '' : `?fieldSelector=${selectors.join(',')}`;
+    const body = (await this.json('GET', `/apis/resource.k8s.io/v1/resourceslices${query}`)) as {
+      items: ResourceSlice[];
+    };
+    return body.items;
+  }
+
+  async createNodes(names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      await this.json('POST', '/api/v1/nodes', {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name, labels: { 'kubernetes.io/hostname': name } },
+      });
+    }
+  }
+
+  async nodeUid(name: string): Promise<string> {
+    const node = (await this.json('GET', `/api/v1/nodes/${name}`)) as { metadata: { uid: string } };
+    return node.metadata.uid;
+  }
+
+  /** Requests answered since the start or the last `clearLog()`, oldest first (up to 10,000). */
+  async requests(): Promise<LoggedRequest[]> {
+    const body = (await this.json('GET', '/_emulator/requests')) as { items: LoggedRequest[] };
+    return body.items;
+  }
+
+  /** Successful ResourceSlice writes in the request log. */
+  async sliceWrites(): Promise<LoggedRequest[]> {
+    return (await this.requests()).filter(isSliceWrite);
+  }
+
+  /** Clears the counters and the request log (and any faults); objects stay. */
+  async clearLog(): Promise<void> {
+    await this.json('POST', '/_emulator/reset?keepObjects=true');
+  }
+
+  async injectFault(fault: Fault): Promise<void> {
+    await this.json('POST', '/_emulator/faults', fault);
+  }
+
+  async addLatency(latency: { verb?: string; resource?: string; ms: number }): Promise<void> {
+    await this.json('POST', '/_emulator/latency', latency);
+  }
+
+  private async json(method: string, path: string, body?: unknown): Promise<unknown> {
+    const response = await fetch(new URL(path, this.url), {
+      method,
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      signal: AbortSignal.timeout(10_000),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return text === '' ? undefined : JSON.parse(text);
+  }
+}

@@ -1,0 +1,7 @@
+export { ExampleDriverProcess, InProcessDriver } from './drivers';
+export { EmulatorClient, isSliceWrite } from './emulator-client';
+export type { Fault, LoggedRequest, ResourceSlice } from './emulator-client';
+export { deviceRevs, gpuInventory, publishes } from './inventories';
+export type { GpuInventoryOptions } from './inventories';
+export { System } from './system';
+export type { PluginStatus, ServiceName, SystemOptions } from './system';

@@ -1,0 +1,372 @@
+import { execFile } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { DriverInventory, SyncStatus } from '@slicekeeper/contracts';
+import {
+  SupervisedProcess,
+  appCommand,
+  generateStackTokens,
+  repoRoot,
+  writeStackTokens,
+} from '@slicekeeper/local-stack';
+import type { LogEntry, StackTokens } from '@slicekeeper/local-stack';
+import { RedisServer, freePort, waitFor } from '@slicekeeper/testing';
+import { ExampleDriverProcess, InProcessDriver } from './drivers';
+import { EmulatorClient } from './emulator-client';
+import type { ResourceSlice } from './emulator-client';
+
+const run = promisify(execFile);
+
+/** A slicekeeper service of the system under test. */
+export type ServiceName = 'registration-api' | 'plugin-watcher' | `slice-syncer-${number}`;
+
+export interface SystemOptions {
+  /** Names the run: its processes' logs go to `reports/e2e/<name>/`. */
+  name: string;
+  /** Nodes created in the kube emulator; each gets a node-bound registration token. */
+  nodes: readonly string[];
+  /** @defaultValue 1 */
+  syncerReplicas?: number;
+  /** Redis keeps an append-only file, so that a crash loses nothing. @defaultValue false */
+  redisAppendOnly?: boolean;
+  /** Extra settings of every slice-syncer (e.g. a short JANITOR_INTERVAL). */
+  syncerEnv?: Record<string, string>;
+  /** Extra settings of the plugin-watcher (e.g. WIPE_DELAY). */
+  watcherEnv?: Record<string, string>;
+  /** @defaultValue `info` */
+  logLevel?: string;
+}
+
+/** Variables passed on from the test's environment; every setting is passed explicitly. */
+const INHERITED = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ'];
+
+interface ServiceSpec {
+  app: string;
+  env: Record<string, string>;
+  ready: (entry: LogEntry) => boolean;
+}
+
+/** What `GET /v1/plugins/{node}/{driver}` reports. */
+export interface PluginStatus {
+  registrations: unknown[];
+  stream?: { state: string };
+  sync?: SyncStatus;
+}
+
+/**
+ * The whole slicekeeper system, each service its own process as `npm start` runs it: a private
+ * redis-server, the kube emulator, the registration API, the plugin-watcher and slice-syncer
+ * replicas; drivers are added by the scenario, as example-driver processes or as in-process
+ * driver servers. Every process's lines are kept in `reports/e2e/<name>/<process>.log`.
+ */
+export class System {
+  readonly emulator: EmulatorClient;
+  readonly tokens: StackTokens;
+  readonly apiUrl: string;
+  private readonly services = new Map<string, SupervisedProcess>();
+  private readonly specs = new Map<string, ServiceSpec>();
+  private readonly extras = new Set<{ close(): Promise<void> }>();
+  private readonly logs = new Map<string, WriteStream>();
+
+  private constructor(
+    private readonly options: SystemOptions,
+    readonly redis: RedisServer,
+    readonly stateDir: string,
+    readonly kubeconfig: string,
+    emulatorUrl: string,
+    private readonly emulatorProcess: SupervisedProcess,
+    tokens: StackTokens,
+    apiUrl: string,
+    private readonly logDir: string,
+  ) {
+    this.emulator = new EmulatorClient(emulatorUrl);
+    this.tokens = tokens;
+    this.apiUrl = apiUrl;
+  }
+
+  /** Starts everything and waits until each service says it is ready. */
+  static async start(options: SystemOptions): Promise<System> {
+    const stateDir = await mkdtemp(join(tmpdir(), `slicekeeper-e2e-${options.name}-`));
+    const logDir = join(repoRoot, 'reports', 'e2e', options.name);
+    await rm(logDir, { recursive: true, force: true });
+    await mkdir(logDir, { recursive: true });
+    await mkdir(join(stateDir, 'sockets'), { recursive: true });
+    const redis = await RedisServer.start({ appendOnly: options.redisAppendOnly ?? false });
+    const kubeconfig = join(stateDir, 'kubeconfig');
+    const logs = new Map<string, WriteStream>();
+    const emulatorProcess = spawnLogged(logDir, logs, 'kube-emulator', 'kube-emulator', {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      KUBECONFIG_OUT: kubeconfig,
+      LOG_LEVEL: 'info',
+    });
+    let system: System | undefined;
+    try {
+      const listening = await emulatorProcess.waitForLog((e) => e.msg === 'listening', 'listening');
+      const emulatorUrl = String(listening.url);
+      await new EmulatorClient(emulatorUrl).createNodes(options.nodes);
+      const tokens = generateStackTokens(options.nodes);
+      const tokenFile = join(stateDir, 'tokens.json');
+      await writeStackTokens(tokens, { tokenFile, adminTokenFile: join(stateDir, 'admin-token') });
+      const apiPort = await freePort();
+      system = new System(
+        options,
+        redis,
+        stateDir,
+        kubeconfig,
+        emulatorUrl,
+        emulatorProcess,
+        tokens,
+        `http://127.0.0.1:${apiPort}`,
+        logDir,
+      );
+      const started = system;
+      for (const [name, stream] of logs) started.logs.set(name, stream);
+      started.define(redis.url, tokenFile, apiPort);
+      await Promise.all([...started.specs.keys()].map((name) => started.startService(name)));
+      return started;
+    } catch (error) {
+      if (system !== undefined) await system.close();
+      else {
+        await emulatorProcess.stop(2000);
+        await redis.stop();
+        await rm(stateDir, { recursive: true, force: true });
+      }
+      throw error;
+    }
+  }
+
+  /** The names of the slice-syncer replicas. */
+  get syncers(): ServiceName[] {
+    return Array.from(
+      { length: this.options.syncerReplicas ?? 1 },
+      (_, i) => `slice-syncer-${i + 1}` as const,
+    );
+  }
+
+  /** The running process of a service. */
+  service(name: ServiceName): SupervisedProcess {
+    const service = this.services.get(name);
+    if (service === undefined) throw new Error(`${name} is not running`);
+    return service;
+  }
+
+  /** Starts a service (again) with its settings and waits until it is ready. */
+  async startService(name: string): Promise<SupervisedProcess> {
+    const spec = this.specs.get(name);
+    if (spec === undefined) throw new Error(`no service ${name}`);
+    if (this.services.get(name)?.running === true) throw new Error(`${name} is already running`);
+    const child = spawnLogged(this.logDir, this.logs, name, spec.app, spec.env);
+    this.services.set(name, child);
+    await child.waitForLog(spec.ready, 'that it is ready', 60_000);
+    return child;
+  }
+
+  /** Stops a service gracefully (SIGTERM). */
+  async stopService(name: ServiceName): Promise<void> {
+    await this.services.get(name)?.stop(10_000);
+  }
+
+  /** Kills a service as a crash would (SIGKILL). */
+  async killService(name: ServiceName): Promise<void> {
+    const child = this.services.get(name);
+    if (child === undefined) return;
+    child.kill();
+    await child.exited;
+  }
+
+  /** The settings a service runs with (the syncer's probe URL is read from its log). */
+  async metricsOf(name: ServiceName): Promise<string> {
+    const started = await this.service(name).waitForLog((e) => e.msg === 'started', 'started');
+    return `${String(started.probes)}/metrics`;
+  }
+
+  /** Starts an example-driver process registered for `node` and waits until it registered. */
+  async exampleDriver(options: {
+    node: string;
+    driver: string;
+    inventory: DriverInventory;
+  }): Promise<ExampleDriverProcess> {
+    const driver = new ExampleDriverProcess({
+      ...options,
+      stateDir: this.stateDir,
+      apiUrl: this.apiUrl,
+      token: this.nodeToken(options.node),
+      spawn: (name, env) => spawnLogged(this.logDir, this.logs, name, 'example-driver', env),
+    });
+    this.extras.add(driver);
+    await driver.start();
+    return driver;
+  }
+
+  /** A driver served from the test's own process, registered for `node` through the API. */
+  async inProcessDriver(options: {
+    node: string;
+    driver: string;
+    inventory: DriverInventory;
+  }): Promise<InProcessDriver> {
+    const driver = new InProcessDriver({
+      ...options,
+      socketDir: join(this.stateDir, 'sockets'),
+      apiUrl: this.apiUrl,
+      token: this.nodeToken(options.node),
+    });
+    this.extras.add(driver);
+    await driver.start();
+    return driver;
+  }
+
+  /** The node's registration token (what its kubelet-side registrar presents). */
+  nodeToken(node: string): string {
+    const token = this.tokens.nodes.get(node);
+    if (token === undefined) throw new Error(`no node ${node} in this system`);
+    return token;
+  }
+
+  /** The plugin's registration and sync status, as the registration API reports it. */
+  async status(node: string, driver: string): Promise<PluginStatus | undefined> {
+    const response = await this.api('GET', `/v1/plugins/${node}/${driver}`);
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`status of ${node}/${driver}: ${response.status}`);
+    return (await response.json()) as PluginStatus;
+  }
+
+  /** Removes every registration of the plugin through the API, as an operator would. */
+  async removePlugin(node: string, driver: string): Promise<void> {
+    const response = await this.api('DELETE', `/v1/plugins/${node}/${driver}`);
+    if (response.status !== 204 && response.status !== 200) {
+      throw new Error(`DELETE ${node}/${driver}: ${response.status} ${await response.text()}`);
+    }
+  }
+
+  /** Runs kubectl against the emulator; resolves with its stdout. */
+  async kubectl(...args: string[]): Promise<string> {
+    const { stdout } = await run('kubectl', ['--kubeconfig', this.kubeconfig, ...args], {
+      timeout: 30_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return stdout;
+  }
+
+  /** The ResourceSlices as kubectl reads them (`kubectl get resourceslices -o json`). */
+  async kubectlSlices(): Promise<ResourceSlice[]> {
+    const list = JSON.parse(await this.kubectl('get', 'resourceslices', '-o', 'json')) as {
+      items: ResourceSlice[];
+    };
+    return list.items;
+  }
+
+  /** Waits until `check` holds, polling; fails naming `what`. */
+  async until(
+    what: string,
+    check: () => Promise<boolean> | boolean,
+    timeoutMs = 30_000,
+  ): Promise<void> {
+    await waitFor(check, { timeoutMs, intervalMs: 100, description: what });
+  }
+
+  /** Stops every driver and service, then the emulator and Redis. Never rejects. */
+  async close(): Promise<void> {
+    await Promise.all([...this.extras].map((d) => d.close().catch(() => undefined)));
+    const registrars = ['plugin-watcher', 'registration-api'];
+    await Promise.all(
+      [...this.services].filter(([n]) => registrars.includes(n)).map(([, p]) => p.stop(5000)),
+    );
+    await Promise.all([...this.services.values()].map((p) => p.stop(5000)));
+    await this.emulatorProcess.stop(5000);
+    await this.redis.stop();
+    await Promise.all([...this.logs.values()].map((s) => new Promise((resolve) => s.end(resolve))));
+    await rm(this.stateDir, { recursive: true, force: true });
+  }
+
+  private define(redisUrl: string, tokenFile: string, apiPort: number): void {
+    const shared = { REDIS_URL: redisUrl, REDIS_PREFIX: 'sk', LOG_LEVEL: this.logLevel };
+    this.specs.set('registration-api', {
+      app: 'registration-api',
+      env: {
+        ...shared,
+        HOST: '127.0.0.1',
+        PORT: String(apiPort),
+        TOKEN_FILE: tokenFile,
+        PLUGIN_SOCKET_DIRS: join(this.stateDir, 'sockets'),
+        // The scenarios register many plugins from one address.
+        RATE_LIMIT_MAX: '100000',
+      },
+      ready: (e) => /^Server listening at /.test(e.msg ?? ''),
+    });
+    this.specs.set('plugin-watcher', {
+      app: 'plugin-watcher',
+      env: {
+        ...shared,
+        WATCHER_MODE: 'shared',
+        REPLICA_ID: 'plugin-watcher-1',
+        PROBE_HOST: '127.0.0.1',
+        PROBE_PORT: '0',
+        RECONNECT_INITIAL_DELAY: '200ms',
+        RECONNECT_MAX_DELAY: '1s',
+        ...this.options.watcherEnv,
+      },
+      ready: (e) => e.msg === 'watching',
+    });
+    for (const name of this.syncers) {
+      this.specs.set(name, {
+        app: 'slice-syncer',
+        env: {
+          ...shared,
+          KUBECONFIG: this.kubeconfig,
+          PROBE_HOST: '127.0.0.1',
+          PROBE_PORT: '0',
+          ...this.options.syncerEnv,
+        },
+        ready: (e) => e.msg === 'started',
+      });
+    }
+  }
+
+  private get logLevel(): string {
+    return this.options.logLevel ?? 'info';
+  }
+
+  private api(method: string, path: string): Promise<Response> {
+    return fetch(new URL(path, this.apiUrl), {
+      method,
+      headers: { authorization: `Bearer ${this.tokens.admin}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+  }
+}
+
+/** Spawns an app with only the inherited variables and `env`, its lines copied to a log file. */
+function spawnLogged(
+  logDir: string,
+  logs: Map<string, WriteStream>,
+  name: string,
+  app: string,
+  env: Record<string, string>,
+): SupervisedProcess {
+  let log = logs.get(name);
+  if (log === undefined) {
+    log = createWriteStream(join(logDir, `${name}.log`), { flags: 'a' });
+    logs.set(name, log);
+  }
+  const out = log;
+  const inherited: Record<string, string> = {};
+  for (const variable of INHERITED) {
+    const value = process.env[variable];
+    if (value !== undefined) inherited[variable] = value;
+  }
+  const { command, args } = appCommand(app);
+  return new SupervisedProcess({
+    name,
+    command,
+    args,
+    env: { ...inherited, ...env },
+    onLine: (line) => {
+      out.write(`${line}\n`);
+    },
+  });
+}
