@@ -254,6 +254,24 @@ describe('KubeSliceClient against the kube emulator', () => {
     expect(running.emulator.count({ verb: 'get', resource: 'nodes' })).toBe(0);
   });
 
+  it('confirms many Nodes before creates with one list per interval, and sees a deleted one', async () => {
+    const api = client();
+    const names = Array.from({ length: 70 }, (_, i) => `node-${i}`);
+    await Promise.all(names.map((n) => createNode(n)));
+    for (const node of names) expect(await api.getNodeUid(node)).toBeDefined();
+    await raw('DELETE', '/api/v1/nodes/node-5');
+    clock += 1001;
+
+    // Confirming every Node (maxAgeMs 0): one list of every Node answers them all …
+    for (const node of names.filter((n) => n !== 'node-5')) {
+      expect(await api.getNodeUid(node, { maxAgeMs: 0 })).toBeDefined();
+    }
+    // … and a Node it no longer lists is read on its own, which finds it gone.
+    expect(await api.getNodeUid('node-5', { maxAgeMs: 0 })).toBeUndefined();
+    expect(running.emulator.count({ verb: 'list', resource: 'nodes' })).toBe(2);
+    expect(running.emulator.count({ verb: 'get', resource: 'nodes' })).toBe(1);
+  });
+
   it('round-trips the JSON shape value for value: timestamps, quantities, typed attributes', async () => {
     // Device taints are alpha in 1.34: the API server drops them unless the gate is on.
     await running.close();

@@ -103,6 +103,13 @@ function hasCode(error: unknown, code: KubeErrorCode): boolean {
  * Every method throws only classified errors (see {@link classifyKubeError}) with context, e.g.
  * `update ResourceSlice "x": conflict: …`.
  */
+/**
+ * From this many cached Nodes on, Nodes are confirmed before creates by listing them all at
+ * once, at most once per BULK_CONFIRM_INTERVAL_MS, instead of a GET each.
+ */
+const BULK_CONFIRM_MIN_NODES = 64;
+const BULK_CONFIRM_INTERVAL_MS = 1000;
+
 export class KubeSliceClient {
   private readonly transport: KubeTransport;
   private readonly resources: ResourceV1Api;
@@ -184,22 +191,25 @@ export class KubeSliceClient {
     }
     const cached = this.nodeUids.get(node);
     const now = this.now();
-    if (
-      cached !== undefined &&
-      cached.expiresAt > now &&
-      (maxAgeMs === undefined || now - cached.fetchedAt <= maxAgeMs)
-    ) {
+    // How old an answer may be: the TTL, or less when the caller is about to create slices.
+    const freshFor = maxAgeMs ?? this.nodeUidTtlMs;
+    if (cached !== undefined && cached.expiresAt > now && now - cached.fetchedAt <= freshFor) {
       return cached.uid;
     }
-    if (maxAgeMs === undefined && now - this.nodesListedAt >= this.nodeUidTtlMs) {
-      // A cold cache (a start, a resync after a quiet spell) would cost one GET per key: read
-      // every Node's metadata in a few pages instead, once per TTL.
+    // A cold cache (a start, a resync after a quiet spell) would cost one GET per key, and so
+    // would confirming many Nodes before creates: read every Node's metadata in a few pages
+    // instead, at most once per `freshFor` (and per second). A Node the listing did not
+    // refresh (it may have just joined, or been deleted) is read on its own below.
+    const bulk = maxAgeMs === undefined || this.nodeUids.size >= BULK_CONFIRM_MIN_NODES;
+    if (bulk && now - this.nodesListedAt >= Math.max(freshFor, BULK_CONFIRM_INTERVAL_MS)) {
       this.nodeListing ??= this.listNodeUids().finally(() => {
         this.nodeListing = undefined;
       });
       await this.nodeListing;
-      const listed = this.nodeUids.get(node);
-      if (listed !== undefined && listed.uid !== undefined) return listed.uid;
+    }
+    const listed = this.nodeUids.get(node);
+    if (bulk && listed?.uid !== undefined && listed.fetchedAt >= this.nodesListedAt) {
+      return listed.uid;
     }
     const pending = this.nodeLookups.get(node);
     if (pending !== undefined) return pending;
