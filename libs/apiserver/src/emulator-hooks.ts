@@ -163,6 +163,7 @@ export class EmulatorHooks {
 
   /** The fault the request must fail with, if a rule matches (and consumes one use of it). */
   takeFault(info: RequestInfo): FaultSpec | undefined {
+    if (this.faults.length === 0) return undefined;
     const now = this.now();
     this.faults = this.faults.filter(
       (r) => r.remaining > 0 && (r.expiresAt === undefined || now < r.expiresAt),

@@ -37,7 +37,7 @@ export class ExampleDriverProcess {
   private readonly inventoryFile: string;
   private readonly tokenFile: string;
   private readonly endpoint: string;
-  private restarts = 0;
+  private filesWritten = false;
 
   constructor(
     private readonly options: DriverOptions & {
@@ -59,11 +59,11 @@ export class ExampleDriverProcess {
   async start(): Promise<void> {
     if (this.process?.running === true) throw new Error(`${this.name} is already running`);
     await mkdir(join(this.inventoryFile, '..'), { recursive: true });
-    if (this.restarts === 0) {
+    if (!this.filesWritten) {
       await writeFile(this.inventoryFile, JSON.stringify(this.options.inventory));
       await writeFile(this.tokenFile, `${this.options.token}\n`, { mode: 0o600 });
+      this.filesWritten = true;
     }
-    this.restarts++;
     const child = this.options.spawn(this.name, {
       DRIVER_NAME: this.options.driver,
       NODE_NAME: this.options.node,
@@ -149,11 +149,6 @@ export class InProcessDriver {
     if (this.server === undefined) throw new Error(`${this.options.driver} is not serving`);
     this.inventory = inventory;
     this.server.publish(inventory);
-  }
-
-  /** Streams open to this driver (the watcher's). */
-  get openStreams(): number {
-    return this.server?.openStreams ?? 0;
   }
 
   /** Stops serving at once, without deregistering (the streams fail). */

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { DriverInventory, SyncStatus } from '@slicekeeper/contracts';
+import type { DriverInventory, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import {
   SupervisedProcess,
   appCommand,
@@ -53,7 +53,7 @@ interface ServiceSpec {
 /** What `GET /v1/plugins/{node}/{driver}` reports. */
 export interface PluginStatus {
   registrations: unknown[];
-  stream?: { state: string };
+  stream?: StreamState;
   sync?: SyncStatus;
 }
 
@@ -148,13 +148,6 @@ export class System {
     );
   }
 
-  /** The running process of a service. */
-  service(name: ServiceName): SupervisedProcess {
-    const service = this.services.get(name);
-    if (service === undefined) throw new Error(`${name} is not running`);
-    return service;
-  }
-
   /** Starts a service (again) with its settings and waits until it is ready. */
   async startService(name: string): Promise<SupervisedProcess> {
     const spec = this.specs.get(name);
@@ -177,12 +170,6 @@ export class System {
     if (child === undefined) return;
     child.kill();
     await child.exited;
-  }
-
-  /** The settings a service runs with (the syncer's probe URL is read from its log). */
-  async metricsOf(name: ServiceName): Promise<string> {
-    const started = await this.service(name).waitForLog((e) => e.msg === 'started', 'started');
-    return `${String(started.probes)}/metrics`;
   }
 
   /** Starts an example-driver process registered for `node` and waits until it registered. */
