@@ -3,4 +3,3 @@ export type { ClassifyKubeErrorOptions, KubeErrorCode } from './classify-kube-er
 export { KubeSliceClient } from './kube-slice-client';
 export type { KubeSliceClientOptions } from './kube-slice-client';
 export type { KubeconfigSource } from './kube-transport';
-export { formatKubeTime, toResourceSliceModel, toStoredResourceSlice } from './resource-slice-json';

@@ -1,17 +1,3 @@
-import {
-  CoreV1Api,
-  ResourceV1Api,
-  ServerConfiguration,
-  VersionApi,
-  createConfiguration,
-} from '@kubernetes/client-node';
-import type {
-  ConfigurationOptions,
-  HttpInfo,
-  RequestContext,
-  V1NodeList,
-  V1ResourceSliceList,
-} from '@kubernetes/client-node';
 import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { SlicekeeperError, TerminalError, TransientError } from '@slicekeeper/errors';
@@ -20,8 +6,8 @@ import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
 import { classifyKubeError, responseStatusOf } from './classify-kube-error';
 import type { KubeErrorCode } from './classify-kube-error';
 import { KubeTransport } from './kube-transport';
-import type { KubeconfigSource } from './kube-transport';
-import { toResourceSliceModel, toStoredResourceSlice } from './resource-slice-json';
+import type { KubeRequest, KubeconfigSource } from './kube-transport';
+import { nameAndUidOf, parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
 
 export interface KubeSliceClientOptions {
   kubeconfig: KubeconfigSource;
@@ -59,12 +45,6 @@ interface CachedNodeUid {
   fetchedAt: number;
 }
 
-/** A request option this lib adds on top of what client-node's generated methods set. */
-interface RequestTweaks {
-  /** Overrides the Accept header, e.g. to ask for metadata only. */
-  accept?: string;
-}
-
 /** Ask for a Node's metadata only: its status (images, conditions) can be tens of KB. */
 const NODE_METADATA_ACCEPT =
   'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
@@ -77,6 +57,24 @@ const NODE_LIST_METADATA_ACCEPT =
 const FIELD_MANAGER = 'slicekeeper';
 
 const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+
+const RESOURCE_SLICES = '/apis/resource.k8s.io/v1/resourceslices';
+const NODES = '/api/v1/nodes';
+
+/** `path` with the query parameters that are set. */
+function withQuery(path: string, query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(name, String(value));
+  }
+  const text = params.toString();
+  return text === '' ? path : `${path}?${text}`;
+}
+
+/** The path of one named object of a collection. */
+function objectPath(collection: string, name: string): string {
+  return `${collection}/${encodeURIComponent(name)}`;
+}
 
 /** A field selector value with `\`, `,` and `=` escaped (apimachinery `fields.EscapeValue`). */
 function escapeFieldValue(value: string): string {
@@ -112,9 +110,6 @@ const BULK_CONFIRM_INTERVAL_MS = 1000;
 
 export class KubeSliceClient {
   private readonly transport: KubeTransport;
-  private readonly resources: ResourceV1Api;
-  private readonly core: CoreV1Api;
-  private readonly version: VersionApi;
   private readonly now: () => number;
   private readonly nodeUidTtlMs: number;
   private readonly nodeMissTtlMs: number;
@@ -131,12 +126,6 @@ export class KubeSliceClient {
   /** @throws TerminalError (code 'config') when the kubeconfig cannot be loaded. */
   constructor(options: KubeSliceClientOptions) {
     this.transport = new KubeTransport(options.kubeconfig);
-    const configuration = createConfiguration({
-      baseServer: new ServerConfiguration(this.transport.server, {}),
-    });
-    this.resources = new ResourceV1Api(configuration);
-    this.core = new CoreV1Api(configuration);
-    this.version = new VersionApi(configuration);
     this.now = options.now ?? Date.now;
     this.nodeUidTtlMs = options.nodeUidTtlMs ?? 30_000;
     this.nodeMissTtlMs = options.nodeMissTtlMs ?? 2_000;
@@ -243,29 +232,24 @@ export class KubeSliceClient {
     let token: string | undefined;
     try {
       do {
-        const list: V1NodeList = await this.request(
-          'list',
-          'nodes',
-          'list Nodes',
-          (options) =>
-            this.core.listNodeWithHttpInfo(
-              { limit: 500, ...(token === undefined ? {} : { _continue: token }) },
-              options,
-            ),
-          { accept: NODE_LIST_METADATA_ACCEPT },
+        const page = toListPage(
+          await this.request('list', 'nodes', 'list Nodes', {
+            method: 'GET',
+            path: withQuery(NODES, { limit: 500, continue: token }),
+            accept: NODE_LIST_METADATA_ACCEPT,
+          }),
+          'NodeList',
         );
-        for (const item of list.items) {
-          const name = item.metadata?.name;
-          const uid = item.metadata?.uid;
-          if (name === undefined || uid === undefined || uid === '') continue;
-          if (this.nodeLookups.has(name)) continue;
-          this.nodeUids.set(name, {
-            uid,
+        for (const item of page.items) {
+          const node = nameAndUidOf(item);
+          if (node === undefined || this.nodeLookups.has(node.name)) continue;
+          this.nodeUids.set(node.name, {
+            uid: node.uid,
             fetchedAt: startedAt,
             expiresAt: startedAt + this.nodeUidTtlMs,
           });
         }
-        token = list.metadata?._continue === '' ? undefined : list.metadata?._continue;
+        token = page.continueToken;
       } while (token !== undefined);
     } catch {
       // Per-Node GETs still work; the next bulk read waits for the TTL.
@@ -285,29 +269,25 @@ export class KubeSliceClient {
       'create',
       'resourceslices',
       `create ResourceSlice "${name}"`,
-      (options) =>
-        this.resources.createResourceSliceWithHttpInfo(
-          { body: toResourceSliceModel(slice), fieldManager: FIELD_MANAGER },
-          options,
-        ),
+      {
+        method: 'POST',
+        path: withQuery(RESOURCE_SLICES, { fieldManager: FIELD_MANAGER }),
+        body: slice,
+      },
     );
-    return toStoredResourceSlice(created);
+    return this.sliceOf(created, `create ResourceSlice "${name}"`);
   }
 
   /** PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict'). */
   async updateSlice(slice: StoredResourceSlice): Promise<StoredResourceSlice> {
     const { name } = slice.metadata;
-    const updated = await this.request(
-      'update',
-      'resourceslices',
-      `update ResourceSlice "${name}"`,
-      (options) =>
-        this.resources.replaceResourceSliceWithHttpInfo(
-          { name, body: toResourceSliceModel(slice), fieldManager: FIELD_MANAGER },
-          options,
-        ),
-    );
-    return toStoredResourceSlice(updated);
+    const context = `update ResourceSlice "${name}"`;
+    const updated = await this.request('update', 'resourceslices', context, {
+      method: 'PUT',
+      path: withQuery(objectPath(RESOURCE_SLICES, name), { fieldManager: FIELD_MANAGER }),
+      body: slice,
+    });
+    return this.sliceOf(updated, context);
   }
 
   /**
@@ -316,19 +296,11 @@ export class KubeSliceClient {
    */
   async deleteSlice(target: { name: string; uid: string; resourceVersion: string }): Promise<void> {
     try {
-      await this.request(
-        'delete',
-        'resourceslices',
-        `delete ResourceSlice "${target.name}"`,
-        (options) =>
-          this.resources.deleteResourceSliceWithHttpInfo(
-            {
-              name: target.name,
-              body: { preconditions: { uid: target.uid, resourceVersion: target.resourceVersion } },
-            },
-            options,
-          ),
-      );
+      await this.request('delete', 'resourceslices', `delete ResourceSlice "${target.name}"`, {
+        method: 'DELETE',
+        path: objectPath(RESOURCE_SLICES, target.name),
+        body: { preconditions: { uid: target.uid, resourceVersion: target.resourceVersion } },
+      });
     } catch (error) {
       if (!hasCode(error, 'not-found')) throw error;
     }
@@ -336,9 +308,10 @@ export class KubeSliceClient {
 
   /** Resolves when the API server answers GET /version; for /readyz. */
   async ping(): Promise<void> {
-    await this.request('get', 'version', 'get API server version', (options) =>
-      this.version.getCodeWithHttpInfo(undefined, options),
-    );
+    await this.request('get', 'version', 'get API server version', {
+      method: 'GET',
+      path: '/version',
+    });
   }
 
   /** Closes pooled connections; later calls fail with 'connection'. Idempotent. */
@@ -356,30 +329,34 @@ export class KubeSliceClient {
   ): AsyncGenerator<StoredResourceSlice[]> {
     let token: string | undefined;
     do {
-      const list: V1ResourceSliceList = await this.request(
-        'list',
-        'resourceslices',
-        context,
-        (options) =>
-          this.resources.listResourceSliceWithHttpInfo(
-            {
-              labelSelector: MANAGED_LABEL_SELECTOR,
-              limit,
-              ...(fieldSelector === undefined ? {} : { fieldSelector }),
-              ...(token === undefined ? {} : { _continue: token }),
-            },
-            options,
-          ),
-      );
+      const answer = await this.request('list', 'resourceslices', context, {
+        method: 'GET',
+        path: withQuery(RESOURCE_SLICES, {
+          labelSelector: MANAGED_LABEL_SELECTOR,
+          fieldSelector,
+          limit,
+          continue: token,
+        }),
+      });
       let page: StoredResourceSlice[];
       try {
+        const list = toListPage(answer, 'ResourceSliceList');
         page = list.items.map(toStoredResourceSlice);
+        token = list.continueToken;
       } catch (error) {
         throw classifyKubeError(error, context, { now: this.now });
       }
       if (page.length > 0) yield page;
-      token = list.metadata?._continue === '' ? undefined : list.metadata?._continue;
     } while (token !== undefined);
+  }
+
+  /** A written slice as the API server returned it. */
+  private sliceOf(answer: unknown, context: string): StoredResourceSlice {
+    try {
+      return toStoredResourceSlice(answer);
+    } catch (error) {
+      throw classifyKubeError(error, context, { now: this.now });
+    }
   }
 
   private async readNodeUid(node: string): Promise<string | undefined> {
@@ -389,15 +366,13 @@ export class KubeSliceClient {
       });
     }
     try {
-      const read = await this.request(
-        'get',
-        'nodes',
-        `get Node "${node}"`,
-        (options) => this.core.readNodeWithHttpInfo({ name: node }, options),
-        { accept: NODE_METADATA_ACCEPT },
-      );
-      const uid = read.metadata?.uid;
-      if (uid === undefined || uid === '') {
+      const read = await this.request('get', 'nodes', `get Node "${node}"`, {
+        method: 'GET',
+        path: objectPath(NODES, node),
+        accept: NODE_METADATA_ACCEPT,
+      });
+      const uid = nameAndUidOf(read)?.uid;
+      if (uid === undefined) {
         throw new TransientError(`get Node "${node}": the API server returned no uid`, {
           code: 'error',
         });
@@ -410,38 +385,25 @@ export class KubeSliceClient {
   }
 
   /**
-   * Sends one API request with our connection pool, credentials and timeout, reports it to
-   * onRequest and classifies any failure. client-node 1.4 takes neither an agent nor an abort
-   * signal per call, and its per-call middleware option is mistyped; a per-call auth method is
-   * its one typed hook that sees the request, so that is where both are set.
+   * Sends one API request with our connection pool, credentials and timeout (until the whole
+   * body is read), reports it to onRequest, and returns the response as JSON; classifies any
+   * failure.
    */
-  private async request<T>(
+  private async request(
     verb: Verb,
     resource: string,
     context: string,
-    send: (options: ConfigurationOptions) => Promise<HttpInfo<T>>,
-    tweaks: RequestTweaks = {},
-  ): Promise<T> {
+    request: Omit<KubeRequest, 'signal'>,
+  ): Promise<unknown> {
     const abort = new AbortController();
     const timer = setTimeout(() => {
       abort.abort();
     }, this.requestTimeoutMs);
-    const options: ConfigurationOptions = {
-      authMethods: {
-        default: {
-          getName: () => 'slicekeeper',
-          applySecurityAuthentication: async (request: RequestContext) => {
-            await this.transport.prepare(request);
-            if (tweaks.accept !== undefined) request.setHeaderParam('Accept', tweaks.accept);
-            request.setSignal(abort.signal);
-          },
-        },
-      },
-    };
+    let body: string;
     try {
-      const response = await send(options);
-      this.onRequest?.(verb, resource, response.httpStatusCode);
-      return response.data;
+      const response = await this.transport.request({ ...request, signal: abort.signal });
+      this.onRequest?.(verb, resource, response.status);
+      body = response.body;
     } catch (error) {
       this.onRequest?.(verb, resource, responseStatusOf(error) ?? 'error');
       const cause = abort.signal.aborted
@@ -450,6 +412,11 @@ export class KubeSliceClient {
       throw classifyKubeError(cause, context, { now: this.now });
     } finally {
       clearTimeout(timer);
+    }
+    try {
+      return parseJson(body);
+    } catch (error) {
+      throw classifyKubeError(error, context, { now: this.now });
     }
   }
 }

@@ -1,10 +1,7 @@
-import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
-import { V1ResourceSlice } from '@kubernetes/client-node';
-import type { ResourceSlice } from '@slicekeeper/slices';
-import { formatKubeTime, toResourceSliceModel, toStoredResourceSlice } from './resource-slice-json';
+import { parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
 
-/** A slice as the API server sends it (JSON), with every renamed and timestamp field in use. */
-const serverJson = {
+/** A list item as the API server sends it: no apiVersion or kind, and a field of a newer API. */
+const listItem = {
   metadata: {
     name: 'a',
     uid: 'u',
@@ -29,42 +26,48 @@ const serverJson = {
         name: 'gpu-0',
         attributes: { index: { int: 3 } },
         capacity: { memory: { value: '80Gi', requestPolicy: { default: '1Gi' } } },
-        taints: [{ key: 'k', effect: 'NoSchedule', timeAdded: '2025-03-04T05:06:07Z' }],
+        taints: [{ key: 'k', effect: 'NoSchedule', timeAdded: '2025-03-04T05:06:07.250+02:00' }],
+        aFieldOfANewerApi: { kept: true },
       },
     ],
   },
 };
 
-describe('ResourceSlice JSON conversion', () => {
-  it('turns a client-node model back into the JSON the API server sent', () => {
-    const model = ObjectSerializer.deserialize(
-      serverJson,
-      'V1ResourceSlice',
-      '',
-    ) as V1ResourceSlice;
-    expect(model.spec.devices?.[0]?.taints?.[0]?.timeAdded).toBeInstanceOf(Date);
-    expect(toStoredResourceSlice(model)).toEqual({
+describe('API server answers', () => {
+  it('keep a slice exactly as the API server sent it, with apiVersion and kind', () => {
+    expect(toStoredResourceSlice(structuredClone(listItem))).toEqual({
       apiVersion: 'resource.k8s.io/v1',
       kind: 'ResourceSlice',
-      ...serverJson,
+      ...listItem,
     });
   });
 
-  it('sends the planner JSON verbatim: renamed fields mapped, timestamps untouched', () => {
-    const slice = structuredClone(serverJson) as unknown as ResourceSlice;
-    const taint = slice.spec.devices?.[0]?.taints?.[0];
-    if (taint === undefined) throw new Error('fixture has no taint');
-    taint.timeAdded = '2025-03-04T05:06:07.250+02:00';
-    const model = toResourceSliceModel(slice);
-    expect(model).toBeInstanceOf(V1ResourceSlice);
-    const wire: unknown = JSON.parse(
-      JSON.stringify(ObjectSerializer.serialize(model, 'V1ResourceSlice', '')),
+  it('refuse a slice without the fields the planner relies on, naming them', () => {
+    const noUid = { ...listItem, metadata: { name: 'a', resourceVersion: '7' } };
+    expect(() => toStoredResourceSlice(noUid)).toThrow(/without name, uid or resourceVersion/);
+    expect(() => toStoredResourceSlice({ metadata: listItem.metadata })).toThrow(
+      /ResourceSlice "a" without spec.driver/,
     );
-    expect(wire).toEqual(slice);
+    expect(() => toStoredResourceSlice('a')).toThrow(/without metadata/);
   });
 
-  it('formats times as the API server does', () => {
-    expect(formatKubeTime(new Date('2025-03-04T05:06:07Z'))).toBe('2025-03-04T05:06:07Z');
-    expect(formatKubeTime(new Date('2025-03-04T05:06:07.120Z'))).toBe('2025-03-04T05:06:07.120Z');
+  it('read a list page: items and the continue token, empty meaning the last page', () => {
+    expect(toListPage({ items: [1], metadata: { continue: 'next' } }, 'List')).toEqual({
+      items: [1],
+      continueToken: 'next',
+    });
+    expect(toListPage({ items: [], metadata: { continue: '' } }, 'List').continueToken).toBe(
+      undefined,
+    );
+    expect(() => toListPage({ metadata: {} }, 'NodeList')).toThrow(/a NodeList without items/);
+    expect(() => toListPage({ items: [], metadata: { continue: 3 } }, 'NodeList')).toThrow(
+      /non-string continue/,
+    );
+  });
+
+  it('say what came instead of JSON', () => {
+    expect(() => parseJson('<html>bad gateway</html>')).toThrow(
+      'the API server answered with no JSON: <html>bad gateway</html>',
+    );
   });
 });
