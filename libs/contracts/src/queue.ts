@@ -28,6 +28,15 @@ export const syncReasons = ['snapshot', 'removed', 'stream-lost', 'resync', 'jan
 export type SyncReason = (typeof syncReasons)[number];
 
 /**
+ * Whether a sync asked for this reason brings news of its key (its inventory or registration
+ * changed), as opposed to a periodic check: news cuts a backoff wait short, and nearly always
+ * means a write.
+ */
+export function bringsNews(reason: SyncReason): boolean {
+  return reason === 'snapshot' || reason === 'removed' || reason === 'stream-lost';
+}
+
+/**
  * A sync job names a key, never a payload (level-triggered): the worker reads the key's latest
  * snapshot when it runs, so changes that arrive while a job waits collapse into one sync.
  */

@@ -3,6 +3,7 @@ import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   SYNC_JOB_NAME,
+  bringsNews,
   SYNC_QUEUE_NAME,
   queuePrefix,
   syncDeduplicationId,
@@ -27,9 +28,6 @@ export const SYNC_BACKOFF_TYPE = 'slicekeeper-sync';
  */
 export const SYNC_ATTEMPTS = Number.MAX_SAFE_INTEGER;
 
-/** Reasons that bring news: they cut short a key's backoff wait instead of joining it. */
-const NEWS: ReadonlySet<SyncReason> = new Set<SyncReason>(['snapshot', 'removed', 'stream-lost']);
-
 /**
  * Job options every producer uses, so that a job behaves the same whoever enqueued it.
  * Deduplication per key with `keepLastIfActive`: at most one active and one waiting job per key
@@ -42,7 +40,7 @@ export function syncJobOptions(key: SliceKey, reason: SyncReason): JobsOptions {
     deduplication: {
       id: syncDeduplicationId(key),
       keepLastIfActive: true,
-      ...(NEWS.has(reason) ? { reschedule: true } : {}),
+      ...(bringsNews(reason) ? { reschedule: true } : {}),
     },
     attempts: SYNC_ATTEMPTS,
     backoff: { type: SYNC_BACKOFF_TYPE },

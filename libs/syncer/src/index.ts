@@ -1,6 +1,7 @@
 export { NodeMissingError, defaultBackoffPolicy, retryDelayMs } from './backoff';
 export type { BackoffPolicy } from './backoff';
 export { KeyGuard } from './key-guard';
+export type { HeldGuard } from './key-guard';
 export { Maintenance } from './maintenance';
 export type { MaintenanceOptions } from './maintenance';
 export type { SliceApi } from './slice-api';

@@ -1,6 +1,7 @@
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import {
+  bringsNews,
   inventorySnapshotSchema,
   keyId,
   redisKeys,
@@ -16,16 +17,19 @@ import type {
   SyncStatus,
 } from '@slicekeeper/contracts';
 import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
+import { replyOf } from '@slicekeeper/queue';
+import type { PipelineReply } from '@slicekeeper/queue';
 import { InvalidDriverResourcesError, planSync } from '@slicekeeper/slices';
 import type { StoredResourceSlice, SyncPlan } from '@slicekeeper/slices';
 import { NodeMissingError } from './backoff';
 import { KeyGuard } from './key-guard';
+import type { HeldGuard } from './key-guard';
 import type { SliceApi } from './slice-api';
 import type { SyncerMetrics } from './syncer-metrics';
 
 export interface SyncProcessorOptions {
   api: SliceApi;
-  /** Reads snapshots and registrations, records statuses. */
+  /** Reads snapshots and registrations, records statuses, holds the keys' sync guards. */
   redis: Redis;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
@@ -67,6 +71,11 @@ export interface SyncContext {
  * backoff); terminal ones (invalid inventory, 403, 422) are recorded and not thrown (no retry
  * until something new arrives); a missing Node is recorded as `node-missing` and thrown as
  * {@link NodeMissingError} (slow retry).
+ *
+ * Redis sees two round trips per sync: one takes the key's guard and reads the key, one records
+ * the outcome and releases the guard (plus one per API write, for the cluster-wide write limit).
+ * Both are pipelines, not transactions or scripts: the global indexes they touch live in other
+ * hash slots than the key's records.
  */
 export class SyncProcessor {
   private readonly keys: RedisKeys;
@@ -80,19 +89,31 @@ export class SyncProcessor {
   }
 
   async sync(key: SliceKey, context: SyncContext): Promise<SyncStatus> {
-    const guardKey = this.keys.syncGuard(key);
-    if (!(await this.guard.acquire(guardKey, context.jobId))) {
+    const taken = await this.guard.acquireWith(
+      this.keys.syncGuard(key),
+      context.jobId,
+      (pipeline) => {
+        this.queueReads(pipeline, key);
+      },
+    );
+    if (taken === undefined) {
       this.options.metrics?.overlaps.inc();
       throw new TransientError(`sync of ${keyId(key)} is already running`, { code: 'overlap' });
     }
     try {
-      return await this.run(key, context);
+      return await this.run(key, context, taken.guard, taken.replies);
     } finally {
-      await this.guard.release(guardKey, context.jobId);
+      // Recording the outcome released the guard, unless the sync failed before it got there.
+      await taken.guard.release();
     }
   }
 
-  private async run(key: SliceKey, context: SyncContext): Promise<SyncStatus> {
+  private async run(
+    key: SliceKey,
+    context: SyncContext,
+    guard: HeldGuard,
+    reads: PipelineReply[],
+  ): Promise<SyncStatus> {
     const { api, logger, metrics } = this.options;
     const log = logger.child({
       node: key.node,
@@ -101,7 +122,7 @@ export class SyncProcessor {
       attempt: context.attempt,
     });
     const startedAt = this.now();
-    const desired = await this.readDesired(key);
+    const desired = this.readDesired(key, reads);
     const base = {
       startedAt,
       snapshotGeneration: desired.snapshot?.generation ?? 0,
@@ -110,6 +131,14 @@ export class SyncProcessor {
     let writes = 0;
     try {
       const pools = desired.snapshot?.inventory.pools ?? [];
+      // A sync that brings news nearly always writes: its first write token is taken while the
+      // list is on its way, not after it (each hop costs about a millisecond on a small
+      // machine). A token it does not use is lost, never overspent. Other syncs take tokens as
+      // they write.
+      const writeToken = bringsNews(context.reason)
+        ? this.options.writeLimiter?.acquire()
+        : undefined;
+      writeToken?.catch(() => undefined);
       for (let round = 0; ; round++) {
         const existing = await api.listSlices(key);
         let nodeUid = '';
@@ -135,10 +164,11 @@ export class SyncProcessor {
         }
         try {
           const names = new Set(existing.map((s) => s.metadata.name));
-          writes += await this.apply(plan, names);
+          writes += await this.apply(plan, names, round === 0 ? writeToken : undefined);
           const outcome: SyncOutcome = pools.length === 0 ? 'withdrawn' : 'synced';
           const status = await this.record(
             key,
+            guard,
             { ...base, outcome, writes, slices: [...names].sort(), pools: summaries(plan) },
             desired.tombstoned,
           );
@@ -162,6 +192,7 @@ export class SyncProcessor {
       };
       const status = await this.record(
         key,
+        guard,
         { ...base, ...published, outcome, writes, error: errorMessage(error) },
         false,
       );
@@ -177,25 +208,38 @@ export class SyncProcessor {
     }
   }
 
-  /** Executes a plan in upstream order; `names` tracks the key's slice names as it goes. */
-  private async apply(plan: SyncPlan, names: Set<string>): Promise<number> {
-    const { api, writeLimiter, metrics } = this.options;
+  /**
+   * Executes a plan in upstream order; `names` tracks the key's slice names as it goes. The
+   * first write spends the `prepaid` write token, if any; every other write takes one.
+   */
+  private async apply(
+    plan: SyncPlan,
+    names: Set<string>,
+    prepaid: Promise<void> | undefined,
+  ): Promise<number> {
+    const { api, metrics } = this.options;
+    let token = prepaid;
+    const takeToken = async (): Promise<void> => {
+      const next = token ?? this.options.writeLimiter?.acquire();
+      token = undefined;
+      await next;
+    };
     let writes = 0;
     for (const target of plan.deletes) {
-      await writeLimiter?.acquire();
+      await takeToken();
       await api.deleteSlice(target);
       names.delete(target.name);
       metrics?.sliceWrites.inc({ op: 'delete' });
       writes++;
     }
     for (const slice of plan.updates) {
-      await writeLimiter?.acquire();
+      await takeToken();
       await api.updateSlice(slice);
       metrics?.sliceWrites.inc({ op: 'update' });
       writes++;
     }
     for (const slice of plan.creates) {
-      await writeLimiter?.acquire();
+      await takeToken();
       const created = await api.createSlice(slice);
       names.add(created.metadata.name);
       metrics?.sliceWrites.inc({ op: 'create' });
@@ -204,23 +248,32 @@ export class SyncProcessor {
     return writes;
   }
 
+  /** Adds what {@link readDesired} reads, in this order, to the pipeline that takes the guard. */
+  private queueReads(pipeline: ChainableCommander, key: SliceKey): void {
+    pipeline
+      .get(this.keys.snapshot(key))
+      .hlen(this.keys.registrations(key))
+      .get(this.keys.syncStatus(key))
+      .zscore(this.keys.tombstones, keyId(key));
+  }
+
   /**
-   * The key's desired state: its snapshot, unless the plugin was removed (a tombstone and no
-   * registration left). A snapshot without a registration is still published: after Redis lost
-   * its data, a watcher rewrites the snapshots of its live streams before drivers re-register.
+   * The key's desired state, from the replies to {@link queueReads}: its snapshot, unless the
+   * plugin was removed (a tombstone and no registration left). A snapshot without a registration
+   * is still published: after Redis lost its data, a watcher rewrites the snapshots of its live
+   * streams before drivers re-register.
    */
-  private async readDesired(key: SliceKey): Promise<Desired> {
-    const { redis } = this.options;
-    const [snapshotRaw, registrations, previousRaw] = await Promise.all([
-      redis.get(this.keys.snapshot(key)),
-      redis.hlen(this.keys.registrations(key)),
-      redis.get(this.keys.syncStatus(key)),
-    ]);
+  private readDesired(key: SliceKey, reads: PipelineReply[]): Desired {
+    const [snapshotRaw, registrations, previousRaw, tombstoneScore] = reads.map(replyOf) as [
+      string | null,
+      number,
+      string | null,
+      string | null,
+    ];
     const previousParsed =
       previousRaw === null ? undefined : syncStatusSchema.safeParse(JSON.parse(previousRaw));
     const previous = previousParsed?.success === true ? previousParsed.data : undefined;
-    const tombstoned =
-      registrations === 0 && (await redis.zscore(this.keys.tombstones, keyId(key))) !== null;
+    const tombstoned = registrations === 0 && tombstoneScore !== null;
     if (snapshotRaw === null || tombstoned)
       return previous === undefined ? { tombstoned } : { tombstoned, previous };
     const parsed = inventorySnapshotSchema.safeParse(JSON.parse(snapshotRaw));
@@ -234,27 +287,32 @@ export class SyncProcessor {
       : { snapshot: parsed.data, tombstoned, previous };
   }
 
+  /**
+   * Records the outcome: the key's status and the indexes the outcome changes, sent in one round
+   * trip with the release of the key's guard.
+   */
   private async record(
     key: SliceKey,
+    guard: HeldGuard,
     fields: Omit<SyncStatus, 'finishedAt' | 'startedAt'> & { startedAt: Date },
     clearTombstone: boolean,
   ): Promise<SyncStatus> {
-    const { redis, metrics } = this.options;
     const finishedAt = this.now();
     const status: SyncStatus = {
       ...fields,
       startedAt: fields.startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
     };
-    await redis.set(this.keys.syncStatus(key), JSON.stringify(status));
-    if (status.outcome === 'synced')
-      await redis.zadd(this.keys.knownKeys, finishedAt.getTime(), keyId(key));
-    if (status.outcome === 'withdrawn') {
-      await redis.zrem(this.keys.knownKeys, keyId(key));
-      await redis.zrem(this.keys.orphans, keyId(key));
-      if (clearTombstone) await redis.zrem(this.keys.tombstones, keyId(key));
-    }
-    metrics?.syncs.inc({ outcome: status.outcome });
+    const id = keyId(key);
+    await guard.releaseWith((pipeline) => {
+      pipeline.set(this.keys.syncStatus(key), JSON.stringify(status));
+      if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt.getTime(), id);
+      if (status.outcome === 'withdrawn') {
+        pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
+        if (clearTombstone) pipeline.zrem(this.keys.tombstones, id);
+      }
+    });
+    this.options.metrics?.syncs.inc({ outcome: status.outcome });
     return status;
   }
 }

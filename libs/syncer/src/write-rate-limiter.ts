@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { LuaScript } from '@slicekeeper/queue';
 
 export interface WriteRateLimiterOptions {
   redis: Redis;
@@ -14,7 +15,8 @@ export interface WriteRateLimiterOptions {
 
 // A token bucket kept in Redis and refilled from Redis' own clock (TIME), so that replicas with
 // skewed clocks share one budget. Returns 0 when a token was taken, else the wait in ms.
-const TAKE_TOKEN = `
+const TAKE_TOKEN = new LuaScript(
+  `
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local rate = tonumber(ARGV[1])
@@ -35,7 +37,9 @@ end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return wait
-`;
+`,
+  1,
+);
 
 /**
  * The cluster-wide limit on Kubernetes API writes, shared by all syncer replicas, so that a
@@ -57,7 +61,7 @@ export class WriteRateLimiter {
   async acquire(): Promise<void> {
     const { redis, key, ratePerSecond, burst } = this.options;
     for (;;) {
-      const wait = Number(await redis.eval(TAKE_TOKEN, 1, key, ratePerSecond, burst));
+      const wait = Number(await TAKE_TOKEN.run(redis, [key], [ratePerSecond, burst]));
       if (wait <= 0) return;
       await this.sleep(wait);
     }

@@ -3,8 +3,8 @@ import { parseKeyId, redisKeys } from '@slicekeeper/contracts';
 import type { RedisKeys } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
+import { LuaScript } from '@slicekeeper/queue';
 import type { Clock, TimerHandle } from './clock';
-import { LuaScript } from './lua-script';
 
 export interface LeaseManagerOptions {
   redis: Redis;

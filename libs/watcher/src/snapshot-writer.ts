@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { redisKeys } from '@slicekeeper/contracts';
 import type { DriverInventory, RedisKeys, SliceKey, StreamState } from '@slicekeeper/contracts';
+import { LuaScript } from '@slicekeeper/queue';
 import { canonicalJson } from './canonical-json';
-import { LuaScript } from './lua-script';
 
 export interface SnapshotWriterOptions {
   redis: Redis;

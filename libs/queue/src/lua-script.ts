@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { ChainableCommander, Redis } from 'ioredis';
+
+/** One command's outcome in a pipeline, as ioredis reports it. */
+export type PipelineReply = [error: Error | null, result: unknown];
+
+/**
+ * A Lua script run by its SHA (EVALSHA), loaded on first use and again after a Redis restart
+ * (NOSCRIPT), so that a hot path does not send the script text with every call.
+ */
+export class LuaScript {
+  private readonly sha: string;
+
+  constructor(
+    private readonly source: string,
+    private readonly numberOfKeys: number,
+  ) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(
+    redis: Redis,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return redis.eval(this.source, this.numberOfKeys, ...keys, ...args);
+    }
+  }
+
+  /**
+   * Adds the script, by its SHA, to a pipeline sent with {@link execPipeline}, which loads it
+   * when Redis does not know it.
+   */
+  queue(
+    pipeline: ChainableCommander,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): void {
+    pipeline.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
+  }
+
+  /** Makes Redis know the script (SCRIPT LOAD). */
+  async load(redis: Redis): Promise<void> {
+    await redis.script('LOAD', this.source);
+  }
+}
+
+/**
+ * Sends the commands that `build` adds as one pipeline (one write, one batch of replies; not a
+ * transaction) and returns each command's reply in order. When Redis does not know one of the
+ * `scripts` added by {@link LuaScript.queue} (it restarted, or its scripts were flushed), the
+ * scripts are loaded and the whole batch is sent again: its commands must be safe to repeat.
+ */
+export async function execPipeline(
+  redis: Redis,
+  scripts: readonly LuaScript[],
+  build: (pipeline: ChainableCommander) => void,
+): Promise<PipelineReply[]> {
+  const send = async (): Promise<PipelineReply[]> => {
+    const pipeline = redis.pipeline();
+    build(pipeline);
+    // Only a MULTI whose WATCH failed answers null; a plain pipeline always has replies.
+    return (await pipeline.exec()) ?? [];
+  };
+  const replies = await send();
+  if (!replies.some(([error]) => isNoScript(error))) return replies;
+  await Promise.all(scripts.map((script) => script.load(redis)));
+  return send();
+}
+
+/** The reply's result; its error, thrown. */
+export function replyOf([error, result]: PipelineReply): unknown {
+  if (error !== null) throw error;
+  return result;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('NOSCRIPT');
+}
