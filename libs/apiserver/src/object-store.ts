@@ -470,9 +470,11 @@ export class ObjectStore {
       for (const [field, value] of Object.entries(query.pinned)) {
         const index = table.indexes.get(field);
         if (index === undefined) continue;
+        // Narrow by the most selective pinned field; sort only a set that narrows (a driver's
+        // set can hold thousands of names while the Node's holds a few).
         const hits = index.get(value);
-        const candidate = hits === undefined ? [] : [...hits].sort(compareNames);
-        if (candidate.length < names.length) names = candidate;
+        const size = hits?.size ?? 0;
+        if (size < names.length) names = hits === undefined ? [] : [...hits].sort(compareNames);
       }
     }
     let start = 0;
