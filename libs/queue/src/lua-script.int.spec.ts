@@ -29,7 +29,7 @@ describe('LuaScript', () => {
     const prefix = uniquePrefix('pipeline');
     const list = `${prefix}:list`;
     const send = (item: string) =>
-      execPipeline(redis, [PUSH], (pipeline) => {
+      execPipeline(redis, (pipeline) => {
         pipeline.set(`${prefix}:last`, item);
         PUSH.queue(pipeline, [list], [item]);
         pipeline.get(`${prefix}:last`);
@@ -45,7 +45,7 @@ describe('LuaScript', () => {
   it("reports each command's error in its reply", async () => {
     const key = `${uniquePrefix('errors')}:string`;
     await redis.set(key, 'not a list');
-    const [pushed, read] = await execPipeline(redis, [PUSH], (pipeline) => {
+    const [pushed, read] = await execPipeline(redis, (pipeline) => {
       PUSH.queue(pipeline, [key], ['a']);
       pipeline.get(key);
     });

@@ -4,6 +4,9 @@ import type { ChainableCommander, Redis } from 'ioredis';
 /** One command's outcome in a pipeline, as ioredis reports it. */
 export type PipelineReply = [error: Error | null, result: unknown];
 
+/** The scripts queued on each pipeline that {@link execPipeline} builds, to load on NOSCRIPT. */
+const queuedScripts = new WeakMap<ChainableCommander, Set<LuaScript>>();
+
 /**
  * A Lua script run by its SHA (EVALSHA), loaded on first use and again after a Redis restart
  * (NOSCRIPT), so that a hot path does not send the script text with every call.
@@ -32,7 +35,7 @@ export class LuaScript {
   }
 
   /**
-   * Adds the script, by its SHA, to a pipeline sent with {@link execPipeline}, which loads it
+   * Adds the script, by its SHA, to a pipeline built by {@link execPipeline}, which loads it
    * when Redis does not know it.
    */
   queue(
@@ -40,6 +43,7 @@ export class LuaScript {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): void {
+    queuedScripts.get(pipeline)?.add(this);
     pipeline.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
   }
 
@@ -51,24 +55,25 @@ export class LuaScript {
 
 /**
  * Sends the commands that `build` adds as one pipeline (one write, one batch of replies; not a
- * transaction) and returns each command's reply in order. When Redis does not know one of the
- * `scripts` added by {@link LuaScript.queue} (it restarted, or its scripts were flushed), the
+ * transaction) and returns each command's reply in order. When Redis does not know a script
+ * added by {@link LuaScript.queue} (it restarted, or its scripts were flushed), the pipeline's
  * scripts are loaded and the whole batch is sent again: its commands must be safe to repeat.
  */
 export async function execPipeline(
   redis: Redis,
-  scripts: readonly LuaScript[],
   build: (pipeline: ChainableCommander) => void,
 ): Promise<PipelineReply[]> {
+  const scripts = new Set<LuaScript>();
   const send = async (): Promise<PipelineReply[]> => {
     const pipeline = redis.pipeline();
+    queuedScripts.set(pipeline, scripts);
     build(pipeline);
     // Only a MULTI whose WATCH failed answers null; a plain pipeline always has replies.
     return (await pipeline.exec()) ?? [];
   };
   const replies = await send();
   if (!replies.some(([error]) => isNoScript(error))) return replies;
-  await Promise.all(scripts.map((script) => script.load(redis)));
+  await Promise.all([...scripts].map((script) => script.load(redis)));
   return send();
 }
 

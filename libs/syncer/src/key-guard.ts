@@ -3,17 +3,19 @@ import { LuaScript, execPipeline, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 
 // Takes the guard when it is free or already held by the same job: a job that BullMQ handed to
-// another replica (its first replica died or lost its lock) must be able to continue.
+// another replica (its first replica died or lost its lock) must be able to continue. KEYS: the
+// guard, the key's sync epoch. Returns the sync's epoch (the count of syncs that took the guard,
+// this one included), or 0 when another job holds the guard.
 const ACQUIRE = new LuaScript(
   `
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
+  return redis.call('INCR', KEYS[2])
 end
 return 0
 `,
-  1,
+  2,
 );
 
 // Compare-and-delete: only the holder releases the guard.
@@ -43,22 +45,24 @@ export class KeyGuard {
   ) {}
 
   /**
-   * Takes the guard whose key is `guardKey` for `holder` (a job id), and sends the commands
-   * `reads` adds right after it, in the same round trip.
-   * @returns the held guard and the replies to `reads`, or `undefined` when another holder has
-   * the guard (the replies are then ignored)
+   * Takes the guard whose key is `guardKey` for `holder` (a job id), counts the sync in
+   * `epochKey`, and sends the commands `reads` adds right after it, in the same round trip.
+   * @returns the held guard, the sync's epoch (1 for the key's first sync) and the replies to
+   * `reads`, or `undefined` when another holder has the guard (the replies are then ignored)
    */
   async acquireWith(
     guardKey: string,
+    epochKey: string,
     holder: string,
     reads: (pipeline: ChainableCommander) => void,
-  ): Promise<{ guard: HeldGuard; replies: PipelineReply[] } | undefined> {
-    const [taken, ...replies] = await execPipeline(this.redis, [ACQUIRE], (pipeline) => {
-      ACQUIRE.queue(pipeline, [guardKey], [holder, this.ttlMs]);
+  ): Promise<{ guard: HeldGuard; epoch: number; replies: PipelineReply[] } | undefined> {
+    const [taken, ...replies] = await execPipeline(this.redis, (pipeline) => {
+      ACQUIRE.queue(pipeline, [guardKey, epochKey], [holder, this.ttlMs]);
       reads(pipeline);
     });
-    if (taken === undefined || Number(replyOf(taken)) !== 1) return undefined;
-    return { guard: new HeldGuard(this.redis, guardKey, holder), replies };
+    const epoch = taken === undefined ? 0 : Number(replyOf(taken));
+    if (epoch < 1) return undefined;
+    return { guard: new HeldGuard(this.redis, guardKey, holder), epoch, replies };
   }
 }
 
@@ -77,7 +81,7 @@ export class HeldGuard {
    * first error among the replies; the guard then counts as still held, for {@link release}.
    */
   async releaseWith(writes: (pipeline: ChainableCommander) => void): Promise<void> {
-    const replies = await execPipeline(this.redis, [RELEASE], (pipeline) => {
+    const replies = await execPipeline(this.redis, (pipeline) => {
       writes(pipeline);
       RELEASE.queue(pipeline, [this.guardKey], [this.holder]);
     });

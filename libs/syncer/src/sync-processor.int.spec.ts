@@ -13,13 +13,19 @@ const logger = createLogger({ service: 'sync-processor-test', level: 'silent' })
 const key = { node: '', driver: 'gpu.example.com' };
 const context = { jobId: 'job-1', attempt: 1, reason: 'snapshot' } as const;
 
-function snapshot(generation: number): string {
+function snapshot(generation: number, devices: readonly string[] = ['a']): string {
   return JSON.stringify({
     generation,
     receivedAt: new Date().toISOString(),
     endpoint: 'unix:///run/driver.sock',
     inventory: {
-      pools: [{ name: 'fabric', scope: { kind: 'all-nodes' }, devices: [{ name: 'a' }] }],
+      pools: [
+        {
+          name: 'fabric',
+          scope: { kind: 'all-nodes' },
+          devices: devices.map((name) => ({ name })),
+        },
+      ],
     },
   });
 }
@@ -32,6 +38,7 @@ describe('SyncProcessor', () => {
   let keys: RedisKeys;
   let metrics: SyncerMetrics;
   let processor: SyncProcessor;
+  let prefix: string;
   beforeAll(async () => {
     server = await RedisServer.start();
     redis = new Redis(server.url);
@@ -45,7 +52,7 @@ describe('SyncProcessor', () => {
     await server.stop();
   });
   beforeEach(() => {
-    const prefix = uniquePrefix('processor');
+    prefix = uniquePrefix('processor');
     keys = redisKeys(prefix);
     metrics = new SyncerMetrics(createMetricsRegistry('test'));
     processor = new SyncProcessor({ api, redis, prefix, logger, metrics });
@@ -99,4 +106,102 @@ describe('SyncProcessor', () => {
       expect(await redis.exists(keys.syncGuard(key))).toBe(0);
     },
   );
+
+  describe("planning from the slices the key's previous sync left", () => {
+    const lists = () => kube.emulator.count({ verb: 'list', resource: 'resourceslices' });
+    const published = async () =>
+      (await api.listSlices(key)).flatMap((s) => (s.spec.devices ?? []).map((d) => d.name));
+    const syncChange = async (
+      on: SyncProcessor,
+      generation: number,
+      devices: string[],
+      reason: 'snapshot' | 'resync' = 'snapshot',
+    ) => {
+      await redis.set(keys.snapshot(key), snapshot(generation, devices));
+      return on.sync(key, { jobId: `job-${generation}`, attempt: 1, reason });
+    };
+    afterEach(async () => {
+      for (const slice of await api.listSlices(key)) await api.deleteSlice(slice.metadata);
+    });
+
+    it('syncs the next change of its key without listing', async () => {
+      await syncChange(processor, 1, ['a']);
+      const before = lists();
+      await expect(syncChange(processor, 2, ['a', 'b'])).resolves.toMatchObject({
+        outcome: 'synced',
+        writes: 1,
+      });
+      expect(lists()).toBe(before);
+      expect(await published()).toEqual(['a', 'b']);
+      const views = (await metrics.syncedSlices.get()).values;
+      expect(views.find((v) => v.labels.result === 'recorded')?.value).toBe(1);
+    });
+
+    it('plans from what another replica recorded', async () => {
+      const other = new SyncProcessor({ api, redis, prefix, logger });
+      await syncChange(processor, 1, ['a']);
+      const before = lists();
+      await expect(syncChange(other, 2, ['a', 'b'])).resolves.toMatchObject({ writes: 1 });
+      await expect(syncChange(processor, 3, ['b'])).resolves.toMatchObject({ writes: 1 });
+      expect(lists()).toBe(before);
+      expect(await published()).toEqual(['b']);
+    });
+
+    it('lists when a sync ran in between without recording what it left', async () => {
+      await syncChange(processor, 1, ['a']);
+      // A sync that took the guard and died before recording (its replica was killed).
+      await redis.incr(keys.syncEpoch(key));
+      const before = lists();
+      await expect(syncChange(processor, 2, ['a', 'b'])).resolves.toMatchObject({ writes: 1 });
+      expect(lists()).toBe(before + 1);
+      expect(await published()).toEqual(['a', 'b']);
+    });
+
+    it('creates only from a list, so that a slice nobody recorded is not duplicated', async () => {
+      await syncChange(processor, 1, ['a']);
+      // Move to a cluster-scoped pool of another name: the old slice goes, a new one is created.
+      const before = lists();
+      await redis.set(
+        keys.snapshot(key),
+        JSON.stringify({
+          ...JSON.parse(snapshot(2)),
+          inventory: {
+            pools: [{ name: 'other', scope: { kind: 'all-nodes' }, devices: [{ name: 'c' }] }],
+          },
+        }),
+      );
+      await expect(
+        processor.sync(key, { jobId: 'job-2', attempt: 1, reason: 'snapshot' }),
+      ).resolves.toMatchObject({ outcome: 'synced' });
+      expect(lists()).toBe(before + 1);
+      expect(await published()).toEqual(['c']);
+    });
+
+    it('lists again when a slice it remembers was deleted behind its back', async () => {
+      await syncChange(processor, 1, ['a']);
+      for (const slice of await api.listSlices(key)) await api.deleteSlice(slice.metadata);
+      await expect(syncChange(processor, 2, ['a', 'b'])).resolves.toMatchObject({
+        outcome: 'synced',
+      });
+      expect(await published()).toEqual(['a', 'b']);
+      expect(await api.listSlices(key)).toHaveLength(1);
+    });
+
+    it('plans from the record again after a resync that changed nothing', async () => {
+      await syncChange(processor, 1, ['a']);
+      await syncChange(processor, 1, ['a'], 'resync');
+      const before = lists();
+      await expect(syncChange(processor, 2, ['a', 'b'])).resolves.toMatchObject({ writes: 1 });
+      expect(lists()).toBe(before);
+      expect(await published()).toEqual(['a', 'b']);
+    });
+
+    it('lists on every periodic resync, the safety net for changes it did not make', async () => {
+      await syncChange(processor, 1, ['a']);
+      const before = lists();
+      await syncChange(processor, 1, ['a'], 'resync');
+      await syncChange(processor, 1, ['a'], 'resync');
+      expect(lists()).toBe(before + 2);
+    });
+  });
 });

@@ -24,8 +24,11 @@ import type { StoredResourceSlice, SyncPlan } from '@slicekeeper/slices';
 import { NodeMissingError } from './backoff';
 import { KeyGuard } from './key-guard';
 import type { HeldGuard } from './key-guard';
+import { queueSyncedRead, queueSyncedWrite, slicesForEpoch, toSyncedRecord } from './synced-slices';
+import type { SyncedRecord } from './synced-slices';
 import type { SliceApi } from './slice-api';
 import type { SyncerMetrics } from './syncer-metrics';
+import type { WriteRateLimiter } from './write-rate-limiter';
 
 export interface SyncProcessorOptions {
   api: SliceApi;
@@ -34,7 +37,7 @@ export interface SyncProcessorOptions {
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** Taken before every API write (the cluster-wide write limit). */
-  writeLimiter?: { acquire(): Promise<void> };
+  writeLimiter?: WriteRateLimiter;
   metrics?: SyncerMetrics;
   logger: Logger;
   /** Injected for tests. @defaultValue `() => new Date()` */
@@ -63,9 +66,10 @@ export interface SyncContext {
 }
 
 /**
- * One sync of one key: read the key's latest snapshot, list its slices, plan with the pure
- * planner, apply (deletes, updates, creates) and record the outcome. Level-triggered: what the
- * job says does not matter beyond its key; the latest state in Redis does.
+ * One sync of one key: read the key's latest snapshot, list its slices (a changed inventory
+ * takes them from the previous sync's record instead, see `synced-slices.ts`), plan with the
+ * pure planner, apply (deletes, updates, creates) and record the outcome. Level-triggered: what
+ * the job says does not matter beyond its key; the latest state in Redis does.
  *
  * Outcomes: transient failures are recorded as `retrying` and thrown (the worker retries with
  * backoff); terminal ones (invalid inventory, 403, 422) are recorded and not thrown (no retry
@@ -73,7 +77,8 @@ export interface SyncContext {
  * {@link NodeMissingError} (slow retry).
  *
  * Redis sees two round trips per sync: one takes the key's guard and reads the key, one records
- * the outcome and releases the guard (plus one per API write, for the cluster-wide write limit).
+ * the outcome and releases the guard (plus one per API write after the first, for the
+ * cluster-wide write limit).
  * Both are pipelines, not transactions or scripts: the global indexes they touch live in other
  * hash slots than the key's records.
  */
@@ -89,11 +94,18 @@ export class SyncProcessor {
   }
 
   async sync(key: SliceKey, context: SyncContext): Promise<SyncStatus> {
+    // A sync that brings news nearly always writes: it asks for its first write token along
+    // with its reads, not after planning (each hop costs about a millisecond on a small
+    // machine). A token it does not use is lost, never overspent. Other syncs take tokens as
+    // they write.
+    const prepay = bringsNews(context.reason) ? this.options.writeLimiter : undefined;
     const taken = await this.guard.acquireWith(
       this.keys.syncGuard(key),
+      this.keys.syncEpoch(key),
       context.jobId,
       (pipeline) => {
-        this.queueReads(pipeline, key);
+        this.queueReads(pipeline, key, bringsNews(context.reason));
+        prepay?.queueAcquire(pipeline);
       },
     );
     if (taken === undefined) {
@@ -101,7 +113,7 @@ export class SyncProcessor {
       throw new TransientError(`sync of ${keyId(key)} is already running`, { code: 'overlap' });
     }
     try {
-      return await this.run(key, context, taken.guard, taken.replies);
+      return await this.run(key, context, taken);
     } finally {
       // Recording the outcome released the guard, unless the sync failed before it got there.
       await taken.guard.release();
@@ -111,8 +123,7 @@ export class SyncProcessor {
   private async run(
     key: SliceKey,
     context: SyncContext,
-    guard: HeldGuard,
-    reads: PipelineReply[],
+    { guard, epoch, replies }: { guard: HeldGuard; epoch: number; replies: PipelineReply[] },
   ): Promise<SyncStatus> {
     const { api, logger, metrics } = this.options;
     const log = logger.child({
@@ -122,7 +133,8 @@ export class SyncProcessor {
       attempt: context.attempt,
     });
     const startedAt = this.now();
-    const desired = this.readDesired(key, reads);
+    const desired = this.readDesired(key, replies.slice(0, READS));
+    const tokenReply = replies[READS];
     const base = {
       startedAt,
       snapshotGeneration: desired.snapshot?.generation ?? 0,
@@ -131,16 +143,21 @@ export class SyncProcessor {
     let writes = 0;
     try {
       const pools = desired.snapshot?.inventory.pools ?? [];
-      // A sync that brings news nearly always writes: its first write token is taken while the
-      // list is on its way, not after it (each hop costs about a millisecond on a small
-      // machine). A token it does not use is lost, never overspent. Other syncs take tokens as
-      // they write.
-      const writeToken = bringsNews(context.reason)
-        ? this.options.writeLimiter?.acquire()
-        : undefined;
-      writeToken?.catch(() => undefined);
-      for (let round = 0; ; round++) {
-        const existing = await api.listSlices(key);
+      let prepaid =
+        tokenReply === undefined ? undefined : this.options.writeLimiter?.settle(tokenReply);
+      prepaid?.catch(() => undefined);
+      // News is planned from the slices the key's previous sync left, when that sync was the
+      // last to run; a periodic resync always lists, the safety net for changes made behind our
+      // back. A stale record costs a 409 (updates and deletes carry preconditions), never a
+      // wrong write: creates are only ever planned from a list.
+      let recorded = bringsNews(context.reason) ? slicesForEpoch(desired.synced, epoch) : undefined;
+      if (bringsNews(context.reason))
+        metrics?.syncedSlices.inc({ result: recorded === undefined ? 'listed' : 'recorded' });
+      let replans = 0;
+      for (;;) {
+        const fromRecord = recorded !== undefined;
+        const existing = recorded ?? (await api.listSlices(key));
+        recorded = undefined;
         let nodeUid = '';
         if (key.node !== '' && pools.length > 0) {
           // The key's own slices name their Node's UID: a resync of an unchanged key then costs
@@ -150,6 +167,9 @@ export class SyncProcessor {
           nodeUid = uid;
         }
         let plan = planSync({ node: key.node, nodeUid, driver: key.driver, pools, existing });
+        // A slice created by a sync whose record was lost (a crash, Redis losing its last
+        // second) would be created twice: list first.
+        if (fromRecord && plan.creates.length > 0) continue;
         if (nodeUid !== '' && plan.creates.length > 0) {
           // Creating slices owned by a Node that was deleted since we cached its UID would only
           // feed the garbage collector: confirm a cached Node first (creates are rare).
@@ -163,21 +183,33 @@ export class SyncProcessor {
           }
         }
         try {
-          const names = new Set(existing.map((s) => s.metadata.name));
-          writes += await this.apply(plan, names, round === 0 ? writeToken : undefined);
+          const published = new Map(existing.map((s) => [s.metadata.name, s]));
+          writes += await this.apply(plan, published, prepaid);
+          prepaid = undefined;
           const outcome: SyncOutcome = pools.length === 0 ? 'withdrawn' : 'synced';
           const status = await this.record(
             key,
             guard,
-            { ...base, outcome, writes, slices: [...names].sort(), pools: summaries(plan) },
-            desired.tombstoned,
+            {
+              ...base,
+              outcome,
+              writes,
+              slices: [...published.keys()].sort(),
+              pools: summaries(plan),
+            },
+            {
+              clearTombstone: desired.tombstoned,
+              synced: { epoch, slices: [...published.values()], recorded: desired.synced },
+            },
           );
           log.debug({ outcome, writes, reason: context.reason }, 'synced');
           return status;
         } catch (error) {
-          // A 409 means our view is stale (someone else wrote): re-read and re-plan promptly.
-          if (isConflict(error) && round < (this.options.conflictRetries ?? 3)) {
-            log.debug({ err: errorMessage(error) }, 'conflict, re-planning');
+          prepaid = undefined;
+          // A 409, or a 404 on an update, means our view is stale (someone else wrote, or the
+          // garbage collector deleted the slice): re-read and re-plan promptly.
+          if (isStale(error) && replans++ < (this.options.conflictRetries ?? 3)) {
+            log.debug({ err: errorMessage(error) }, 'stale view, re-planning');
             continue;
           }
           throw error;
@@ -194,7 +226,7 @@ export class SyncProcessor {
         key,
         guard,
         { ...base, ...published, outcome, writes, error: errorMessage(error) },
-        false,
+        { clearTombstone: false },
       );
       if (outcome === 'invalid' || outcome === 'failed') {
         log.warn({ err: errorMessage(error), outcome }, 'sync refused');
@@ -209,12 +241,13 @@ export class SyncProcessor {
   }
 
   /**
-   * Executes a plan in upstream order; `names` tracks the key's slice names as it goes. The
-   * first write spends the `prepaid` write token, if any; every other write takes one.
+   * Executes a plan in upstream order; `published` tracks the key's slices by name as the API
+   * server returns them. The first write spends the `prepaid` write token, if any; every other
+   * write takes one.
    */
   private async apply(
     plan: SyncPlan,
-    names: Set<string>,
+    published: Map<string, StoredResourceSlice>,
     prepaid: Promise<void> | undefined,
   ): Promise<number> {
     const { api, metrics } = this.options;
@@ -228,74 +261,81 @@ export class SyncProcessor {
     for (const target of plan.deletes) {
       await takeToken();
       await api.deleteSlice(target);
-      names.delete(target.name);
+      published.delete(target.name);
       metrics?.sliceWrites.inc({ op: 'delete' });
       writes++;
     }
     for (const slice of plan.updates) {
       await takeToken();
-      await api.updateSlice(slice);
+      const updated = await api.updateSlice(slice);
+      published.set(updated.metadata.name, updated);
       metrics?.sliceWrites.inc({ op: 'update' });
       writes++;
     }
     for (const slice of plan.creates) {
       await takeToken();
       const created = await api.createSlice(slice);
-      names.add(created.metadata.name);
+      published.set(created.metadata.name, created);
       metrics?.sliceWrites.inc({ op: 'create' });
       writes++;
     }
     return writes;
   }
 
-  /** Adds what {@link readDesired} reads, in this order, to the pipeline that takes the guard. */
-  private queueReads(pipeline: ChainableCommander, key: SliceKey): void {
+  /**
+   * Adds what {@link readDesired} reads ({@link READS} commands, in this order) to the pipeline
+   * that takes the guard; the recorded slices themselves only `withSlices`.
+   */
+  private queueReads(pipeline: ChainableCommander, key: SliceKey, withSlices: boolean): void {
     pipeline
       .get(this.keys.snapshot(key))
       .hlen(this.keys.registrations(key))
       .get(this.keys.syncStatus(key))
       .zscore(this.keys.tombstones, keyId(key));
+    queueSyncedRead(pipeline, this.keys.syncedSlices(key), withSlices);
   }
 
   /**
    * The key's desired state, from the replies to {@link queueReads}: its snapshot, unless the
    * plugin was removed (a tombstone and no registration left). A snapshot without a registration
    * is still published: after Redis lost its data, a watcher rewrites the snapshots of its live
-   * streams before drivers re-register.
+   * streams before drivers re-register. Also what the last successful sync recorded.
    */
   private readDesired(key: SliceKey, reads: PipelineReply[]): Desired {
-    const [snapshotRaw, registrations, previousRaw, tombstoneScore] = reads.map(replyOf) as [
-      string | null,
-      number,
-      string | null,
-      string | null,
-    ];
+    const [snapshotRaw, registrations, previousRaw, tombstoneScore, syncedReply] = reads.map(
+      replyOf,
+    ) as [string | null, number, string | null, string | null, unknown];
+    const synced = toSyncedRecord(syncedReply);
     const previousParsed =
       previousRaw === null ? undefined : syncStatusSchema.safeParse(JSON.parse(previousRaw));
     const previous = previousParsed?.success === true ? previousParsed.data : undefined;
     const tombstoned = registrations === 0 && tombstoneScore !== null;
-    if (snapshotRaw === null || tombstoned)
-      return previous === undefined ? { tombstoned } : { tombstoned, previous };
+    const known = { tombstoned, synced, ...(previous === undefined ? {} : { previous }) };
+    if (snapshotRaw === null || tombstoned) return known;
     const parsed = inventorySnapshotSchema.safeParse(JSON.parse(snapshotRaw));
     if (!parsed.success) {
       throw new TerminalError(`corrupt snapshot of ${keyId(key)}: ${parsed.error.message}`, {
         code: 'invalid',
       });
     }
-    return previous === undefined
-      ? { snapshot: parsed.data, tombstoned }
-      : { snapshot: parsed.data, tombstoned, previous };
+    return { ...known, snapshot: parsed.data };
   }
 
   /**
-   * Records the outcome: the key's status and the indexes the outcome changes, sent in one round
-   * trip with the release of the key's guard.
+   * Records the outcome: the key's status, the indexes the outcome changes and, after a success,
+   * the slices it left (`synced`), sent in one round trip with the release of the key's guard.
    */
   private async record(
     key: SliceKey,
     guard: HeldGuard,
     fields: Omit<SyncStatus, 'finishedAt' | 'startedAt'> & { startedAt: Date },
-    clearTombstone: boolean,
+    {
+      clearTombstone,
+      synced,
+    }: {
+      clearTombstone: boolean;
+      synced?: { epoch: number; slices: StoredResourceSlice[]; recorded: SyncedRecord };
+    },
   ): Promise<SyncStatus> {
     const finishedAt = this.now();
     const status: SyncStatus = {
@@ -306,6 +346,10 @@ export class SyncProcessor {
     const id = keyId(key);
     await guard.releaseWith((pipeline) => {
       pipeline.set(this.keys.syncStatus(key), JSON.stringify(status));
+      if (synced !== undefined) {
+        const { epoch, slices, recorded } = synced;
+        queueSyncedWrite(pipeline, this.keys.syncedSlices(key), epoch, slices, recorded);
+      }
       if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt.getTime(), id);
       if (status.outcome === 'withdrawn') {
         pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
@@ -317,12 +361,17 @@ export class SyncProcessor {
   }
 }
 
+/** How many replies {@link SyncProcessor.queueReads} asks for. */
+const READS = 5;
+
 interface Desired {
   snapshot?: InventorySnapshot;
   /** The plugin was removed: withdraw, then forget the tombstone. */
   tombstoned: boolean;
   /** The key's last recorded status. */
   previous?: SyncStatus;
+  /** What the key's last successful sync recorded it left. */
+  synced: SyncedRecord;
 }
 
 /** The UID of the Node that owns the key's slices, as their controller owner reference says. */
@@ -345,8 +394,12 @@ function summaries(plan: SyncPlan): PoolSummary[] {
   }));
 }
 
-function isConflict(error: unknown): boolean {
-  return error instanceof TransientError && error.code === 'conflict';
+/** A 409, or a 404 of a write (deletes treat 404 as done): the slices changed since read. */
+function isStale(error: unknown): boolean {
+  return (
+    (error instanceof TransientError && error.code === 'conflict') ||
+    (error instanceof TerminalError && error.code === 'not-found')
+  );
 }
 
 function outcomeOf(error: unknown): SyncOutcome {

@@ -13,6 +13,11 @@ export class SyncerMetrics {
   readonly sliceWrites: Counter<'op'>;
   /** Syncs refused because another sync of the same key held its guard. Must stay 0. */
   readonly overlaps: Counter;
+  /**
+   * Syncs of changed inventories by where their first plan's view of the key's slices came from: the
+   * previous sync's record (`recorded`, no API read) or a list (`listed`).
+   */
+  readonly syncedSlices: Counter<'result'>;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -44,6 +49,12 @@ export class SyncerMetrics {
     this.overlaps = new Counter({
       name: 'slicekeeper_sync_overlaps_total',
       help: 'Syncs refused because a sync of the same key was running. Must stay 0.',
+      registers: [registry],
+    });
+    this.syncedSlices = new Counter({
+      name: 'slicekeeper_sync_slice_views_total',
+      help: "Syncs of changed inventories by where their first plan's view of the key's slices came from: the previous sync's record (recorded) or a list (listed).",
+      labelNames: ['result'],
       registers: [registry],
     });
   }
