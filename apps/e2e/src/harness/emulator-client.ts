@@ -1,3 +1,5 @@
+import { inParallel } from './in-parallel';
+
 /** What the scenarios read of a ResourceSlice (resource.k8s.io/v1). */
 export interface ResourceSlice {
   metadata: {
@@ -27,6 +29,14 @@ export interface LoggedRequest {
   code: number;
   /** When it was answered, ms since the epoch. */
   at: number;
+}
+
+/** How many requests of one verb, resource and status code were answered. */
+export interface RequestCount {
+  verb: string;
+  resource: string;
+  code: number;
+  count: number;
 }
 
 export interface Fault {
@@ -71,14 +81,15 @@ export class EmulatorClient {
     return body.items;
   }
 
-  async createNodes(names: readonly string[]): Promise<void> {
-    for (const name of names) {
+  /** Creates the Nodes, `parallel` requests at a time (thousands take a few seconds at 32). */
+  async createNodes(names: readonly string[], parallel = 1): Promise<void> {
+    await inParallel(names, parallel, async (name) => {
       await this.json('POST', '/api/v1/nodes', {
         apiVersion: 'v1',
         kind: 'Node',
         metadata: { name, labels: { 'kubernetes.io/hostname': name } },
       });
-    }
+    });
   }
 
   async nodeUid(name: string): Promise<string> {
@@ -90,6 +101,12 @@ export class EmulatorClient {
   async requests(): Promise<LoggedRequest[]> {
     const body = (await this.json('GET', '/_emulator/requests')) as { items: LoggedRequest[] };
     return body.items;
+  }
+
+  /** Requests answered since the start or the last `clearLog()`, counted by verb, resource and code. */
+  async counters(): Promise<RequestCount[]> {
+    const body = (await this.json('GET', '/_emulator/counters')) as { counts: RequestCount[] };
+    return body.counts;
   }
 
   /** Successful ResourceSlice writes in the request log. */

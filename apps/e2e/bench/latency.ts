@@ -1,0 +1,244 @@
+/**
+ * End-to-end latency: a driver sends an inventory → the slice carrying it is seen through a
+ * watch on ResourceSlices, as a scheduler would see it. Every device of an inventory carries the
+ * same `rev`, so a watch event says which inventory of its key it shows.
+ */
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { keyId } from '@slicekeeper/contracts';
+import type { EmulatorClient, InProcessDriver, ResourceSlice } from '../src/harness';
+import { gpuInventory } from '../src/harness';
+import { round, summarize } from './stats';
+import { apiCalls, callsSince, cpuSeconds, cpuSince, sleep } from './support';
+
+interface WatchEvent {
+  type: string;
+  object: ResourceSlice;
+}
+
+/**
+ * One HTTP watch on every ResourceSlice, opened by the bench, as an informer would. Reports each
+ * slice it sees with the `rev` its devices carry and when its line arrived.
+ */
+export class SliceWatch {
+  /** Key id → the highest rev seen. */
+  readonly latest = new Map<string, number>();
+  onSlice: ((key: string, rev: number, at: number) => void) | undefined;
+  private request: http.ClientRequest | undefined;
+  private failure: Error | undefined;
+
+  private constructor() {}
+
+  /** Opens the watch from the current resourceVersion of the collection. */
+  static async open(emulatorUrl: string): Promise<SliceWatch> {
+    const collection = new URL('/apis/resource.k8s.io/v1/resourceslices', emulatorUrl);
+    const response = await fetch(collection, { signal: AbortSignal.timeout(10_000) });
+    if (!response.ok) throw new Error(`listing resourceslices: ${response.status}`);
+    const list = (await response.json()) as {
+      metadata: { resourceVersion: string };
+      items: ResourceSlice[];
+    };
+    const watch = new SliceWatch();
+    for (const slice of list.items) watch.seen(slice, performance.now());
+    await watch.connect(
+      `${collection.href}?watch=1&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=3600`,
+    );
+    return watch;
+  }
+
+  /** Throws if the watch ended or failed. */
+  check(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  close(): void {
+    this.request?.destroy();
+    this.request = undefined;
+  }
+
+  private connect(url: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const request = http.get(url, { headers: { accept: 'application/json' } }, (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`watch: HTTP ${res.statusCode ?? 0}`));
+          res.resume();
+          return;
+        }
+        resolve();
+        let buffered = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const at = performance.now();
+          buffered += chunk;
+          let newline = buffered.indexOf('\n');
+          while (newline >= 0) {
+            const line = buffered.slice(0, newline);
+            buffered = buffered.slice(newline + 1);
+            if (line.trim() !== '') this.event(JSON.parse(line) as WatchEvent, at);
+            newline = buffered.indexOf('\n');
+          }
+        });
+        res.on('end', () => {
+          if (this.request !== undefined) this.failure ??= new Error('the watch ended');
+        });
+        res.on('error', (error) => {
+          this.failure ??= error;
+        });
+      });
+      request.on('error', (error) => {
+        this.failure ??= error;
+        reject(error);
+      });
+      this.request = request;
+    });
+  }
+
+  private event(event: WatchEvent, at: number): void {
+    if (event.type === 'ERROR') {
+      this.failure ??= new Error(`watch error: ${JSON.stringify(event.object)}`);
+      return;
+    }
+    if (event.type === 'ADDED' || event.type === 'MODIFIED') this.seen(event.object, at);
+  }
+
+  private seen(slice: ResourceSlice, at: number): void {
+    const rev = slice.spec.devices?.[0]?.attributes?.rev?.int;
+    if (rev === undefined || slice.spec.nodeName === undefined) return;
+    const key = keyId({ node: slice.spec.nodeName, driver: slice.spec.driver });
+    if (rev > (this.latest.get(key) ?? -1)) this.latest.set(key, rev);
+    this.onSlice?.(key, rev, at);
+  }
+}
+
+export interface LatencyResult {
+  /** Changes per second asked for. */
+  rate: number;
+  seconds: number;
+  /** Changes per second actually sent. */
+  achievedRate: number;
+  sent: number;
+  /** Sent changes seen through the watch (the rest were coalesced: never written). */
+  seen: number;
+  p50ms: number;
+  p99ms: number;
+  maxMs: number;
+  /** Every key's last change was seen before the drain timeout. */
+  converged: boolean;
+  readsPerChange: number;
+  writesPerChange: number;
+  /** Seconds of sending and draining. */
+  wallSeconds: number;
+  /** CPU seconds per process while sending and draining. */
+  cpuSeconds: Record<string, number>;
+}
+
+export interface LatencyOptions {
+  emulator: EmulatorClient;
+  watch: SliceWatch;
+  drivers: readonly InProcessDriver[];
+  /** Key id → the last rev sent; continued from one run to the next. */
+  revs: Map<string, number>;
+  rate: number;
+  seconds: number;
+  /** How long to wait for the last changes after sending. @defaultValue 15000 */
+  drainMs?: number;
+  /**
+   * Seconds of changes at the same rate sent first and not measured, as the floor's first
+   * rounds are not: every process's code paths warm up (JIT, connection pools). @defaultValue 2
+   */
+  warmupSeconds?: number;
+}
+
+/** Sends `total` changes at `rate` a second, round-robin over the drivers. */
+async function sendAtRate(
+  options: LatencyOptions,
+  ids: readonly string[],
+  total: number,
+  onSend: (id: string, rev: number) => void,
+): Promise<void> {
+  const { watch, drivers, revs, rate } = options;
+  const start = performance.now();
+  let sent = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate) + 1);
+    for (; sent < due; sent++) {
+      const index = sent % drivers.length;
+      const driver = drivers[index];
+      const id = ids[index];
+      if (driver === undefined || id === undefined) throw new Error('no drivers');
+      const rev = (revs.get(id) ?? 0) + 1;
+      revs.set(id, rev);
+      const inventory = gpuInventory({ rev });
+      onSend(id, rev);
+      driver.publish(inventory);
+    }
+    watch.check();
+    const nextDue = start + (sent / rate) * 1000;
+    await sleep(Math.max(0, nextDue - performance.now()));
+  }
+}
+
+/** Waits until the watch has seen every key's last change; false after `timeoutMs`. */
+async function converge(options: LatencyOptions, ids: readonly string[], timeoutMs: number) {
+  const { watch, revs } = options;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    watch.check();
+    if (ids.every((id) => (watch.latest.get(id) ?? -1) >= (revs.get(id) ?? 0))) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+/** Sends `rate` changes a second round-robin over the drivers and times each through the watch. */
+export async function measureLatency(options: LatencyOptions): Promise<LatencyResult> {
+  const { watch, drivers, rate, seconds } = options;
+  const ids = drivers.map((d) => keyId({ node: d.node, driver: d.driver }));
+  const drainMs = options.drainMs ?? 15_000;
+  await sendAtRate(options, ids, Math.round(rate * (options.warmupSeconds ?? 2)), () => undefined);
+  if (!(await converge(options, ids, drainMs)))
+    throw new Error(`warm-up at ${rate}/s: no convergence`);
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  watch.onSlice = (key, rev, at) => {
+    const id = `${key}#${rev}`;
+    const sent = sentAt.get(id);
+    if (sent === undefined) return;
+    // Seen once: a later event of the same rev (e.g. a status-only update) is not a new arrival.
+    sentAt.delete(id);
+    latencies.push(at - sent);
+  };
+  const before = await apiCalls(options.emulator);
+  const cpuBefore = await cpuSeconds();
+  const total = Math.round(rate * seconds);
+  const start = performance.now();
+  try {
+    await sendAtRate(options, ids, total, (id, rev) => {
+      sentAt.set(`${id}#${rev}`, performance.now());
+    });
+    const sendSeconds = (performance.now() - start) / 1000;
+    const converged = await converge(options, ids, drainMs);
+    // The last updates of a change may still be on their way (e.g. a status write).
+    await sleep(200);
+    const cpu = cpuSince(cpuBefore, await cpuSeconds());
+    const calls = callsSince(before, await apiCalls(options.emulator));
+    const summary = summarize(latencies);
+    return {
+      rate,
+      seconds,
+      achievedRate: round(total / sendSeconds, 1),
+      sent: total,
+      seen: latencies.length,
+      p50ms: summary.p50,
+      p99ms: summary.p99,
+      maxMs: summary.max,
+      converged,
+      readsPerChange: round(calls.reads / total, 3),
+      writesPerChange: round(calls.writes / total, 3),
+      wallSeconds: round((performance.now() - start) / 1000, 2),
+      cpuSeconds: cpu,
+    };
+  } finally {
+    watch.onSlice = undefined;
+  }
+}

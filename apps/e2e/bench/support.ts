@@ -1,0 +1,154 @@
+import { readFile, readdir } from 'node:fs/promises';
+import type { Redis } from 'ioredis';
+import { System } from '../src/harness';
+import type { EmulatorClient, SystemOptions } from '../src/harness';
+
+/** A progress line on stderr (stdout carries only the results). */
+export function progress(line: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** API calls counted by the emulator, as the benchmarks report them. */
+export interface ApiCalls {
+  /** get and list of resourceslices and nodes. */
+  reads: number;
+  /** create, update, patch and delete of resourceslices. */
+  writes: number;
+}
+
+const READ_VERBS = new Set(['get', 'list']);
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** The emulator's request counters, summed into reads and writes. */
+export async function apiCalls(emulator: EmulatorClient): Promise<ApiCalls> {
+  let reads = 0;
+  let writes = 0;
+  for (const c of await emulator.counters()) {
+    if (READ_VERBS.has(c.verb) && (c.resource === 'resourceslices' || c.resource === 'nodes'))
+      reads += c.count;
+    if (WRITE_VERBS.has(c.verb) && c.resource === 'resourceslices') writes += c.count;
+  }
+  return { reads, writes };
+}
+
+export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
+  return { reads: after.reads - before.reads, writes: after.writes - before.writes };
+}
+
+/**
+ * One sample of a Prometheus text exposition: the first series of `name` whose labels include
+ * every pair of `labels`; undefined when there is none.
+ */
+export async function scrapeMetric(
+  metricsUrl: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) });
+  if (!response.ok) throw new Error(`GET ${metricsUrl}: ${response.status}`);
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of (await response.text()).split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (match?.[1] !== name) continue;
+    const series = match[2] ?? '';
+    if (wanted.every((pair) => series.includes(pair))) return Number(match[3]);
+  }
+  return undefined;
+}
+
+/** `used_memory` from Redis's `INFO memory`, bytes. */
+export async function redisUsedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  const match = /^used_memory:(\d+)/m.exec(info);
+  if (match?.[1] === undefined) throw new Error('INFO memory has no used_memory');
+  return Number(match[1]);
+}
+
+const running = new Set<System>();
+
+/**
+ * Runs `body` against a fresh System and closes it afterwards, also when `body` fails or the
+ * run is interrupted (the services run in their own process groups: a Ctrl-C does not reach
+ * them).
+ */
+export async function withSystem<T>(
+  options: SystemOptions,
+  body: (system: System) => Promise<T>,
+): Promise<T> {
+  const system = await System.start(options);
+  running.add(system);
+  try {
+    return await body(system);
+  } finally {
+    running.delete(system);
+    await system.close();
+  }
+}
+
+let interrupted = false;
+
+/** On SIGINT or SIGTERM: closes the running Systems, then exits. */
+export function closeSystemsOnSignal(): void {
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted) return;
+    interrupted = true;
+    progress(`${signal}: stopping the system under test…`);
+    void Promise.all([...running].map((system) => system.close())).finally(() => {
+      process.exit(130);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU seconds used so far by this process (`bench`) and by each service it started, by app name
+ * (replicas summed; `redis` for redis-server), from /proc on Linux; only `bench` elsewhere.
+ */
+export async function cpuSeconds(): Promise<Record<string, number>> {
+  const own = process.cpuUsage();
+  const totals: Record<string, number> = { bench: (own.user + own.system) / 1e6 };
+  let pids: string[] = [];
+  try {
+    pids = (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry));
+  } catch {
+    return totals;
+  }
+  await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+        // After the command in parentheses: state, ppid, …, utime (12th), stime (13th).
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        if (Number(fields[1]) !== process.pid) return;
+        const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
+        const app = /\/apps\/([^/]+)\/src\/main\.ts/.exec(cmdline)?.[1];
+        const name = app ?? (cmdline.includes('redis-server') ? 'redis' : 'other');
+        const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+        totals[name] = (totals[name] ?? 0) + seconds;
+      } catch {
+        // Gone meanwhile.
+      }
+    }),
+  );
+  return totals;
+}
+
+/** CPU seconds per process between two `cpuSeconds()` readings. */
+export function cpuSince(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const [name, seconds] of Object.entries(after))
+    delta[name] = Math.round((seconds - (before[name] ?? 0)) * 100) / 100;
+  return delta;
+}

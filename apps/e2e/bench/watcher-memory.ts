@@ -1,0 +1,86 @@
+/**
+ * Memory per stream in the plugin-watcher: in-process drivers registered through the API, the
+ * watcher's resident set (its /metrics) before and once it streams from all of them.
+ */
+import { freePort } from '@slicekeeper/testing';
+import { gpuInventory, inParallel } from '../src/harness';
+import { round } from './stats';
+import { progress, scrapeMetric, sleep, withSystem } from './support';
+
+export interface WatcherMemoryResult {
+  streams: number;
+  /** Seconds from the first registration until the watcher streamed from every driver. */
+  secondsToStream: number;
+  /** Least of 5 readings a second apart, before the first registration. */
+  rssBeforeBytes: number;
+  rssAfterBytes: number;
+  rssBytesPerStream: number;
+  heapUsedBytesPerStream: number;
+}
+
+const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
+
+export async function measureWatcherMemory(streams: number): Promise<WatcherMemoryResult> {
+  const nodes = Array.from({ length: Math.ceil(streams / DRIVERS.length) }, (_, i) => `node-${i}`);
+  const plugins = nodes
+    .flatMap((node) => DRIVERS.map((driver) => ({ node, driver })))
+    .slice(0, streams);
+  const probePort = await freePort();
+  const metricsUrl = `http://127.0.0.1:${probePort}/metrics`;
+  // No syncer: only the watcher's memory is measured, and the machine is small.
+  return withSystem(
+    {
+      name: 'bench-watcher-memory',
+      nodes,
+      syncerReplicas: 0,
+      watcherEnv: { PROBE_PORT: String(probePort) },
+    },
+    async (system) => {
+      // The least of a few readings a second apart: heap used includes garbage until a GC runs.
+      const memory = async (): Promise<{ rss: number; heap: number }> => {
+        const readings: { rss: number; heap: number }[] = [];
+        for (let i = 0; i < 5; i++) {
+          if (i > 0) await sleep(1000);
+          readings.push({
+            rss: (await scrapeMetric(metricsUrl, 'process_resident_memory_bytes')) ?? Number.NaN,
+            heap: (await scrapeMetric(metricsUrl, 'nodejs_heap_size_used_bytes')) ?? Number.NaN,
+          });
+        }
+        return {
+          rss: Math.min(...readings.map((r) => r.rss)),
+          heap: Math.min(...readings.map((r) => r.heap)),
+        };
+      };
+      const streaming = async (): Promise<number> =>
+        (await scrapeMetric(metricsUrl, 'slicekeeper_watcher_streams', { state: 'streaming' })) ??
+        0;
+      await sleep(2000);
+      const before = await memory();
+      progress(`watcher memory: registering ${plugins.length} in-process drivers…`);
+      const started = Date.now();
+      let registered = 0;
+      await inParallel(plugins, 16, async (plugin) => {
+        await system.inProcessDriver({ ...plugin, inventory: gpuInventory({ rev: 0 }) });
+        registered++;
+        if (registered % 500 === 0) progress(`watcher memory: ${registered} registered`);
+      });
+      await system.until(
+        `the watcher to stream from ${plugins.length} drivers`,
+        async () => (await streaming()) >= plugins.length,
+        300_000,
+      );
+      const secondsToStream = (Date.now() - started) / 1000;
+      // Let the last snapshot writes settle before reading the resident set.
+      await sleep(2000);
+      const after = await memory();
+      return {
+        streams: plugins.length,
+        secondsToStream: round(secondsToStream, 1),
+        rssBeforeBytes: before.rss,
+        rssAfterBytes: after.rss,
+        rssBytesPerStream: Math.round((after.rss - before.rss) / plugins.length),
+        heapUsedBytesPerStream: Math.round((after.heap - before.heap) / plugins.length),
+      };
+    },
+  );
+}
