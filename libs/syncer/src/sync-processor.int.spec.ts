@@ -91,6 +91,19 @@ describe('SyncProcessor', () => {
       expected: /corrupt snapshot/,
     },
     {
+      name: 'snapshot that is not JSON',
+      arrange: () => redis.set(keys.snapshot(key), '{"generation":'),
+      expected: /corrupt snapshot/,
+    },
+    {
+      name: 'synced over a status that is not JSON',
+      arrange: async () => {
+        await redis.set(keys.snapshot(key), snapshot(1));
+        await redis.set(keys.syncStatus(key), 'not json');
+      },
+      expected: undefined,
+    },
+    {
       name: 'failed read',
       arrange: () => redis.set(keys.registrations(key), 'not a hash'),
       expected: /WRONGTYPE/,

@@ -306,13 +306,16 @@ export class SyncProcessor {
       replyOf,
     ) as [string | null, number, string | null, string | null, unknown];
     const synced = toSyncedRecord(syncedReply);
+    // An unreadable status only loses what a failed sync would show as still published.
     const previousParsed =
-      previousRaw === null ? undefined : syncStatusSchema.safeParse(JSON.parse(previousRaw));
+      previousRaw === null
+        ? undefined
+        : syncStatusSchema.safeParse(parseJsonOrUndefined(previousRaw));
     const previous = previousParsed?.success === true ? previousParsed.data : undefined;
     const tombstoned = registrations === 0 && tombstoneScore !== null;
     const known = { tombstoned, synced, ...(previous === undefined ? {} : { previous }) };
     if (snapshotRaw === null || tombstoned) return known;
-    const parsed = inventorySnapshotSchema.safeParse(JSON.parse(snapshotRaw));
+    const parsed = inventorySnapshotSchema.safeParse(parseJsonOrUndefined(snapshotRaw));
     if (!parsed.success) {
       throw new TerminalError(`corrupt snapshot of ${keyId(key)}: ${parsed.error.message}`, {
         code: 'invalid',
@@ -372,6 +375,15 @@ interface Desired {
   previous?: SyncStatus;
   /** What the key's last successful sync recorded it left. */
   synced: SyncedRecord;
+}
+
+/** `text` as JSON; undefined (which no schema accepts) when it is not JSON. */
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The UID of the Node that owns the key's slices, as their controller owner reference says. */
