@@ -5,11 +5,12 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { keyId } from '@slicekeeper/contracts';
 import type { EmulatorClient, InProcessDriver, ResourceSlice } from '../src/harness';
 import { gpuInventory } from '../src/harness';
 import { round, summarize } from './stats';
-import { apiCalls, callsSince, cpuSeconds, cpuSince, sleep } from './support';
+import { apiCalls, callsSince, cpuSeconds, cpuSince } from './support';
 
 interface WatchEvent {
   type: string;

@@ -8,10 +8,6 @@ export function progress(line: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** API calls counted by the emulator, as the benchmarks report them. */
 export interface ApiCalls {
   /** get and list of resourceslices and nodes. */
@@ -37,28 +33,6 @@ export async function apiCalls(emulator: EmulatorClient): Promise<ApiCalls> {
 
 export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
   return { reads: after.reads - before.reads, writes: after.writes - before.writes };
-}
-
-/**
- * One sample of a Prometheus text exposition: the first series of `name` whose labels include
- * every pair of `labels`; undefined when there is none.
- */
-export async function scrapeMetric(
-  metricsUrl: string,
-  name: string,
-  labels: Record<string, string> = {},
-): Promise<number | undefined> {
-  const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) });
-  if (!response.ok) throw new Error(`GET ${metricsUrl}: ${response.status}`);
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of (await response.text()).split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-    if (match?.[1] !== name) continue;
-    const series = match[2] ?? '';
-    if (wanted.every((pair) => series.includes(pair))) return Number(match[3]);
-  }
-  return undefined;
 }
 
 /** `used_memory` from Redis's `INFO memory`, bytes. */

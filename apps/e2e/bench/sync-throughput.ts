@@ -4,6 +4,7 @@
  * registration API and the plugin-watcher write them with (the watcher is stopped: 10,000 gRPC
  * streams would measure the bench's drivers, not the syncers).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { keyId, redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
 import type { DriverInventory, SliceKey, SyncReason } from '@slicekeeper/contracts';
 import { fromDriverInventory, toDriverInventory } from '@slicekeeper/proto';
@@ -21,7 +22,6 @@ import {
   cpuSince,
   progress,
   redisUsedMemory,
-  sleep,
   withSystem,
 } from './support';
 

@@ -2,10 +2,11 @@
  * Memory per stream in the plugin-watcher: in-process drivers registered through the API, the
  * watcher's resident set (its /metrics) before and once it streams from all of them.
  */
-import { freePort } from '@slicekeeper/testing';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, readMetric } from '@slicekeeper/testing';
 import { gpuInventory, inParallel } from '../src/harness';
 import { round } from './stats';
-import { progress, scrapeMetric, sleep, withSystem } from './support';
+import { progress, withSystem } from './support';
 
 export interface WatcherMemoryResult {
   streams: number;
@@ -42,8 +43,8 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
         for (let i = 0; i < 5; i++) {
           if (i > 0) await sleep(1000);
           readings.push({
-            rss: (await scrapeMetric(metricsUrl, 'process_resident_memory_bytes')) ?? Number.NaN,
-            heap: (await scrapeMetric(metricsUrl, 'nodejs_heap_size_used_bytes')) ?? Number.NaN,
+            rss: await readMetric(metricsUrl, 'process_resident_memory_bytes'),
+            heap: await readMetric(metricsUrl, 'nodejs_heap_size_used_bytes'),
           });
         }
         return {
@@ -51,9 +52,9 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
           heap: Math.min(...readings.map((r) => r.heap)),
         };
       };
-      const streaming = async (): Promise<number> =>
-        (await scrapeMetric(metricsUrl, 'slicekeeper_watcher_streams', { state: 'streaming' })) ??
-        0;
+      // The series is absent until a stream is streaming.
+      const streaming = (): Promise<number> =>
+        readMetric(metricsUrl, 'slicekeeper_watcher_streams', 'state="streaming"').catch(() => 0);
       await sleep(2000);
       const before = await memory();
       progress(`watcher memory: registering ${plugins.length} in-process drivers…`);

@@ -265,17 +265,13 @@ export class KubeSliceClient {
   /** POST; the API server names the slice from `metadata.generateName`. */
   async createSlice(slice: ResourceSlice): Promise<StoredResourceSlice> {
     const name = slice.metadata.name ?? slice.metadata.generateName ?? '';
-    const created = await this.request(
-      'create',
-      'resourceslices',
-      `create ResourceSlice "${name}"`,
-      {
-        method: 'POST',
-        path: withQuery(RESOURCE_SLICES, { fieldManager: FIELD_MANAGER }),
-        body: slice,
-      },
-    );
-    return this.sliceOf(created, `create ResourceSlice "${name}"`);
+    const context = `create ResourceSlice "${name}"`;
+    const created = await this.request('create', 'resourceslices', context, {
+      method: 'POST',
+      path: withQuery(RESOURCE_SLICES, { fieldManager: FIELD_MANAGER }),
+      body: slice,
+    });
+    return this.read(context, () => toStoredResourceSlice(created));
   }
 
   /** PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict'). */
@@ -287,7 +283,7 @@ export class KubeSliceClient {
       path: withQuery(objectPath(RESOURCE_SLICES, name), { fieldManager: FIELD_MANAGER }),
       body: slice,
     });
-    return this.sliceOf(updated, context);
+    return this.read(context, () => toStoredResourceSlice(updated));
   }
 
   /**
@@ -338,22 +334,17 @@ export class KubeSliceClient {
           continue: token,
         }),
       });
-      let page: StoredResourceSlice[];
-      try {
-        const list = toListPage(answer, 'ResourceSliceList');
-        page = list.items.map(toStoredResourceSlice);
-        token = list.continueToken;
-      } catch (error) {
-        throw classifyKubeError(error, context, { now: this.now });
-      }
+      const list = this.read(context, () => toListPage(answer, 'ResourceSliceList'));
+      const page = this.read(context, () => list.items.map(toStoredResourceSlice));
+      token = list.continueToken;
       if (page.length > 0) yield page;
     } while (token !== undefined);
   }
 
-  /** A written slice as the API server returned it. */
-  private sliceOf(answer: unknown, context: string): StoredResourceSlice {
+  /** What `read` makes of an answer; a malformed answer is classified with `context`. */
+  private read<T>(context: string, read: () => T): T {
     try {
-      return toStoredResourceSlice(answer);
+      return read();
     } catch (error) {
       throw classifyKubeError(error, context, { now: this.now });
     }
@@ -413,10 +404,6 @@ export class KubeSliceClient {
     } finally {
       clearTimeout(timer);
     }
-    try {
-      return parseJson(body);
-    } catch (error) {
-      throw classifyKubeError(error, context, { now: this.now });
-    }
+    return this.read(context, () => parseJson(body));
   }
 }

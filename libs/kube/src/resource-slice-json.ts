@@ -1,4 +1,8 @@
-import { RESOURCE_SLICE_API_VERSION, RESOURCE_SLICE_KIND } from '@slicekeeper/slices';
+import {
+  RESOURCE_SLICE_API_VERSION,
+  RESOURCE_SLICE_KIND,
+  storedSliceProblem,
+} from '@slicekeeper/slices';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 
 /**
@@ -27,28 +31,18 @@ export function parseJson(body: string): unknown {
 }
 
 /**
- * A ResourceSlice as the API server returned it, in the planner's JSON shape: metadata.name,
- * uid and resourceVersion must be strings, spec an object with a driver. apiVersion and kind
- * are always set, because list items come without them.
+ * A ResourceSlice as the API server returned it, in the planner's JSON shape (checked by
+ * `storedSliceProblem`). apiVersion and kind are always set, because list items come without
+ * them.
  */
 export function toStoredResourceSlice(json: unknown): StoredResourceSlice {
-  if (!isRecord(json) || !isRecord(json.metadata)) {
-    throw new MalformedResponseError('the API server returned a ResourceSlice without metadata');
+  const problem = storedSliceProblem(json);
+  if (problem !== undefined) {
+    throw new MalformedResponseError(`the API server returned a ResourceSlice ${problem}`);
   }
-  const { name, uid, resourceVersion } = json.metadata;
-  if (typeof name !== 'string' || typeof uid !== 'string' || typeof resourceVersion !== 'string') {
-    throw new MalformedResponseError(
-      'the API server returned a ResourceSlice without name, uid or resourceVersion',
-    );
-  }
-  if (!isRecord(json.spec) || typeof json.spec.driver !== 'string') {
-    throw new MalformedResponseError(
-      `the API server returned ResourceSlice "${name}" without spec.driver`,
-    );
-  }
-  // Checked above where it matters; the rest is resource.k8s.io/v1 as the API server stores it.
+  // Checked where it matters; the rest is resource.k8s.io/v1 as the API server stores it.
   return {
-    ...json,
+    ...(json as Record<string, unknown>),
     apiVersion: RESOURCE_SLICE_API_VERSION,
     kind: RESOURCE_SLICE_KIND,
   } as unknown as StoredResourceSlice;

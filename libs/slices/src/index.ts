@@ -39,6 +39,7 @@ export {
 export type { SliceGenerateNameOptions } from './slice-name';
 export {
   isManagedSlice,
+  storedSliceProblem,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   MAX_ATTRIBUTE_DOMAIN_LENGTH,

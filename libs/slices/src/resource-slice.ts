@@ -108,6 +108,28 @@ export interface StoredResourceSlice extends ResourceSlice {
   metadata: ObjectMeta & { name: string; uid: string; resourceVersion: string };
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * What keeps `value` (JSON from the API server, or a record of it) from being a
+ * {@link StoredResourceSlice} the planner can rely on: metadata.name, uid and resourceVersion
+ * strings and a spec with a driver. Undefined when nothing does; the other fields are not
+ * checked.
+ */
+export function storedSliceProblem(value: unknown): string | undefined {
+  if (!isRecord(value) || !isRecord(value.metadata)) return 'without metadata';
+  const { name, uid, resourceVersion } = value.metadata;
+  if (typeof name !== 'string' || typeof uid !== 'string' || typeof resourceVersion !== 'string') {
+    return 'without name, uid or resourceVersion';
+  }
+  if (!isRecord(value.spec) || typeof value.spec.driver !== 'string') {
+    return `"${name}" without spec.driver`;
+  }
+  return undefined;
+}
+
 /** Whether slicekeeper manages `slice` (it carries {@link MANAGED_BY_LABEL}). */
 export function isManagedSlice(slice: ResourceSlice): boolean {
   return slice.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE;

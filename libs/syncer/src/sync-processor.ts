@@ -98,13 +98,14 @@ export class SyncProcessor {
     // with its reads, not after planning (each hop costs about a millisecond on a small
     // machine). A token it does not use is lost, never overspent. Other syncs take tokens as
     // they write.
-    const prepay = bringsNews(context.reason) ? this.options.writeLimiter : undefined;
+    const news = bringsNews(context.reason);
+    const prepay = news ? this.options.writeLimiter : undefined;
     const taken = await this.guard.acquireWith(
       this.keys.syncGuard(key),
       this.keys.syncEpoch(key),
       context.jobId,
       (pipeline) => {
-        this.queueReads(pipeline, key, bringsNews(context.reason));
+        this.queueReads(pipeline, key, news);
         prepay?.queueAcquire(pipeline);
       },
     );
@@ -150,8 +151,9 @@ export class SyncProcessor {
       // last to run; a periodic resync always lists, the safety net for changes made behind our
       // back. A stale record costs a 409 (updates and deletes carry preconditions), never a
       // wrong write: creates are only ever planned from a list.
-      let recorded = bringsNews(context.reason) ? slicesForEpoch(desired.synced, epoch) : undefined;
-      if (bringsNews(context.reason))
+      const news = bringsNews(context.reason);
+      let recorded = news ? slicesForEpoch(desired.synced, epoch) : undefined;
+      if (news)
         metrics?.syncedSlices.inc({ result: recorded === undefined ? 'listed' : 'recorded' });
       let replans = 0;
       for (;;) {
@@ -184,8 +186,9 @@ export class SyncProcessor {
         }
         try {
           const published = new Map(existing.map((s) => [s.metadata.name, s]));
-          writes += await this.apply(plan, published, prepaid);
+          const token = prepaid;
           prepaid = undefined;
+          writes += await this.apply(plan, published, token);
           const outcome: SyncOutcome = pools.length === 0 ? 'withdrawn' : 'synced';
           const status = await this.record(
             key,
@@ -205,7 +208,6 @@ export class SyncProcessor {
           log.debug({ outcome, writes, reason: context.reason }, 'synced');
           return status;
         } catch (error) {
-          prepaid = undefined;
           // A 409, or a 404 on an update, means our view is stale (someone else wrote, or the
           // garbage collector deleted the slice): re-read and re-plan promptly.
           if (isStale(error) && replans++ < (this.options.conflictRetries ?? 3)) {
@@ -218,10 +220,8 @@ export class SyncProcessor {
     } catch (error) {
       const outcome = outcomeOf(error);
       // What is published did not change: keep showing the last known slices and pools.
-      const published = {
-        slices: desired.previous?.slices ?? [],
-        pools: desired.previous?.pools ?? [],
-      };
+      const previous = parseStatus(desired.previousStatus);
+      const published = { slices: previous?.slices ?? [], pools: previous?.pools ?? [] };
       const status = await this.record(
         key,
         guard,
@@ -306,14 +306,8 @@ export class SyncProcessor {
       replyOf,
     ) as [string | null, number, string | null, string | null, unknown];
     const synced = toSyncedRecord(syncedReply);
-    // An unreadable status only loses what a failed sync would show as still published.
-    const previousParsed =
-      previousRaw === null
-        ? undefined
-        : syncStatusSchema.safeParse(parseJsonOrUndefined(previousRaw));
-    const previous = previousParsed?.success === true ? previousParsed.data : undefined;
     const tombstoned = registrations === 0 && tombstoneScore !== null;
-    const known = { tombstoned, synced, ...(previous === undefined ? {} : { previous }) };
+    const known = { tombstoned, synced, previousStatus: previousRaw };
     if (snapshotRaw === null || tombstoned) return known;
     const parsed = inventorySnapshotSchema.safeParse(parseJsonOrUndefined(snapshotRaw));
     if (!parsed.success) {
@@ -371,10 +365,20 @@ interface Desired {
   snapshot?: InventorySnapshot;
   /** The plugin was removed: withdraw, then forget the tombstone. */
   tombstoned: boolean;
-  /** The key's last recorded status. */
-  previous?: SyncStatus;
+  /** The key's last recorded status as stored (parsed only when a sync fails). */
+  previousStatus: string | null;
   /** What the key's last successful sync recorded it left. */
   synced: SyncedRecord;
+}
+
+/**
+ * A recorded status; undefined when there is none or it is unreadable, which only loses what a
+ * failed sync shows as still published.
+ */
+function parseStatus(raw: string | null): SyncStatus | undefined {
+  if (raw === null) return undefined;
+  const parsed = syncStatusSchema.safeParse(parseJsonOrUndefined(raw));
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** `text` as JSON; undefined (which no schema accepts) when it is not JSON. */

@@ -1,4 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
+import { storedSliceProblem } from '@slicekeeper/slices';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 
 /**
@@ -17,22 +18,6 @@ export interface SyncedRecord {
   versions: string | undefined;
   /** The raw `slices` field, when asked for. */
   slices: string | undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Whether `value` has what the planner relies on in a stored slice. */
-function isStoredSlice(value: unknown): value is StoredResourceSlice {
-  if (!isRecord(value) || !isRecord(value.metadata) || !isRecord(value.spec)) return false;
-  const { name, uid, resourceVersion } = value.metadata;
-  return (
-    typeof name === 'string' &&
-    typeof uid === 'string' &&
-    typeof resourceVersion === 'string' &&
-    typeof value.spec.driver === 'string'
-  );
 }
 
 /** The slices' names and resourceVersions, in name order: equal versions, equal slices. */
@@ -80,8 +65,10 @@ export function slicesForEpoch(
   } catch {
     return undefined;
   }
-  if (!Array.isArray(slices) || !slices.every(isStoredSlice)) return undefined;
-  const stored: StoredResourceSlice[] = slices;
+  if (!Array.isArray(slices) || slices.some((s) => storedSliceProblem(s) !== undefined)) {
+    return undefined;
+  }
+  const stored = slices as StoredResourceSlice[];
   return versionsOf(stored) === record.versions ? stored : undefined;
 }
 
