@@ -260,10 +260,18 @@ describe('planSync properties', () => {
           const layout = layoutPool(pool);
           expect(summary?.resourceSliceCount).toBe(layout.length);
           expect(slices).toHaveLength(layout.length);
+          // Generations are per pool of the key: another driver's or Node's pool of the same
+          // name (a bystander) has its own.
           const previousGeneration = Math.max(
             0,
             ...input.existing
-              .filter((slice) => isManagedSlice(slice) && slice.spec.pool.name === pool.name)
+              .filter(
+                (slice) =>
+                  isManagedSlice(slice) &&
+                  slice.spec.driver === input.driver &&
+                  (slice.spec.nodeName ?? '') === input.node &&
+                  slice.spec.pool.name === pool.name,
+              )
               .map((slice) => slice.spec.pool.generation),
           );
           for (const slice of slices) {

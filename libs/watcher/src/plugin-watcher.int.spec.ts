@@ -103,7 +103,10 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     await watcher();
     await waitFor(() => snapshot('node-a'), { description: 'first snapshot' });
     expect((await snapshot('node-a'))?.inventory).toEqual(gpus(8));
-    expect(await queue.queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    // A snapshot is stored before its sync is asked for.
+    await waitFor(async () => (await queue.queue.getJobCounts('waiting')).waiting === 1, {
+      description: 'the sync job',
+    });
     await waitFor(async () => (await streamState('node-a'))?.state === 'streaming');
 
     const b = await driver('node-b');
@@ -114,6 +117,7 @@ describe('PluginWatcher (Redis + gRPC)', () => {
       description: 'followed within 1 s',
     });
     expect(Date.now() - registeredAt).toBeLessThan(1000);
+    await waitFor(() => enqueued.length >= 2, { description: 'the sync asked for' });
     expect(enqueued).toEqual([
       { key: 'node-a/gpu.example.com', reason: 'snapshot' },
       { key: 'node-b/gpu.example.com', reason: 'snapshot' },
@@ -129,11 +133,14 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     a.publish(gpus(4));
     await waitFor(async () => (await snapshot('node-a'))?.generation === 2);
     expect((await snapshot('node-a'))?.inventory).toEqual(gpus(4));
+    // A snapshot is stored before its sync is asked for.
+    await waitFor(() => enqueued.length >= 2, { description: 'the sync asked for' });
     expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'snapshot']);
 
     a.setFault('unimplemented');
     await waitFor(async () => (await streamState('node-a'))?.state === 'unimplemented');
     expect(await snapshot('node-a')).toBeUndefined();
+    await waitFor(() => enqueued.length >= 3, { description: 'the sync asked for' });
     expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'snapshot', 'stream-lost']);
     expect(a.watchCalls).toBe(1);
   });
@@ -153,6 +160,8 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     const back = await driver('node-a');
     await waitFor(() => snapshot('node-a'), { description: 'republished' });
     expect(back.openStreams).toBe(1);
+    // A snapshot is stored before its sync is asked for.
+    await waitFor(() => enqueued.length >= 3, { description: 'the sync asked for' });
     expect(enqueued.map((e) => e.reason)).toEqual(['snapshot', 'stream-lost', 'snapshot']);
   });
 
