@@ -1,13 +1,41 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
-/** Tags from STYLE.md rule 8: who may depend on whom. */
-const layers = {
-  app: ['type:lib', 'type:domain'],
-  lib: ['type:lib', 'type:domain'],
-  domain: ['type:domain'],
-  testing: ['type:lib', 'type:domain', 'type:testing'],
+/**
+ * Who may depend on whom (STYLE.md rules 8 and 20), by the `type:` tag in each project.json.
+ * Production is `type:app` (deployables), `type:lib` and `type:domain`; it never reaches tooling
+ * or test support, so neither can end up in an image.
+ */
+const mayDependOn = {
+  // Production apps compose production libs.
+  'type:app': ['type:lib', 'type:domain'],
+  // Production libs (with I/O) use other production libs.
+  'type:lib': ['type:lib', 'type:domain'],
+  // Pure logic uses pure logic only, and no package that does I/O (`ioPackages`).
+  'type:domain': ['type:domain'],
+  // Tooling (kube emulator, local stack, deploy checks, e2e harness) runs on top of production
+  // code and may use tooling and test support.
+  'type:tooling': ['type:lib', 'type:domain', 'type:tooling', 'type:testing'],
+  // Test support (libs/testing) uses production libs, and tooling for the one Redis launcher,
+  // free-port and repo-root helpers of libs/local-stack (STYLE.md rule 20).
+  'type:testing': ['type:lib', 'type:domain', 'type:testing', 'type:tooling'],
 };
+
+/** What test code (`testCode` files) may use on top of its project's row. */
+const testOnly = ['type:testing', 'type:tooling'];
+
+/**
+ * Files that never ship: specs, benchmarks, a lib's test doubles under `src/testing/` (its
+ * `./testing` entry point) and test helpers.
+ */
+const testCode = [
+  '**/*.spec.ts',
+  '**/bench/**/*.ts',
+  '**/src/testing/**/*.ts',
+  '**/*.test-helper.ts',
+];
 
 /** Packages that do I/O; the domain layer (pure logic) may import none of them. */
 const ioPackages = [
@@ -29,20 +57,33 @@ const ioPackages = [
   'child_process',
 ];
 
-function depConstraints({ testingAllowed }) {
-  const extra = testingAllowed ? ['type:testing'] : [];
+function depConstraints({ forTestCode }) {
+  const extra = forTestCode ? testOnly : [];
   return [
-    { sourceTag: 'type:app', onlyDependOnLibsWithTags: [...layers.app, ...extra] },
-    { sourceTag: 'type:lib', onlyDependOnLibsWithTags: [...layers.lib, ...extra] },
-    {
-      sourceTag: 'type:domain',
-      onlyDependOnLibsWithTags: [...layers.domain, ...extra],
-      bannedExternalImports: testingAllowed ? [] : ioPackages,
-    },
-    { sourceTag: 'type:testing', onlyDependOnLibsWithTags: layers.testing },
+    ...Object.entries(mayDependOn).map(([sourceTag, tags]) => ({
+      sourceTag,
+      onlyDependOnLibsWithTags: [...new Set([...tags, ...extra])],
+      ...(sourceTag === 'type:domain' && !forTestCode ? { bannedExternalImports: ioPackages } : {}),
+    })),
     { sourceTag: 'scope:shared', notDependOnLibsWithTags: ['type:app'] },
   ];
 }
+
+/**
+ * Roots of the projects tagged tooling or test support, read from their project.json: they may
+ * import a lib's test doubles from any file, production projects only from `testCode`. Relative
+ * to the repo root (`basePath` below), since `nx lint` runs ESLint from each project's folder.
+ */
+const nonProductionRoots = ['apps', 'libs'].flatMap((group) =>
+  readdirSync(join(import.meta.dirname, group))
+    .filter((name) => {
+      const file = join(import.meta.dirname, group, name, 'project.json');
+      if (!existsSync(file)) return false;
+      const tags = JSON.parse(readFileSync(file, 'utf8')).tags ?? [];
+      return tags.includes('type:tooling') || tags.includes('type:testing');
+    })
+    .map((name) => `${group}/${name}/**`),
+);
 
 export default [
   {
@@ -69,20 +110,40 @@ export default [
         'error',
         {
           enforceBuildableLibDependency: false,
-          depConstraints: depConstraints({ testingAllowed: false }),
+          depConstraints: depConstraints({ forTestCode: false }),
         },
       ],
     },
   },
   {
-    // Tests and benchmarks (and nothing that ships) may use libs/testing.
-    files: ['**/*.spec.ts', '**/bench/**/*.ts'],
+    // Test code may also use test support and tooling.
+    files: testCode,
     rules: {
       '@nx/enforce-module-boundaries': [
         'error',
         {
           enforceBuildableLibDependency: false,
-          depConstraints: depConstraints({ testingAllowed: true }),
+          depConstraints: depConstraints({ forTestCode: true }),
+        },
+      ],
+    },
+  },
+  {
+    // Test doubles live in a project of production code, where tags cannot fence them: its
+    // production files may not import them, through `@slicekeeper/<lib>/testing` or `./testing/`.
+    basePath: import.meta.dirname,
+    files: ['**/*.ts'],
+    ignores: [...testCode, ...nonProductionRoots],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(@slicekeeper/[^/]+|\\.\\.?)(/.*)?/testing(/|$)',
+              message: 'Test doubles are for specs and benchmarks only (STYLE.md rule 20).',
+            },
+          ],
         },
       ],
     },

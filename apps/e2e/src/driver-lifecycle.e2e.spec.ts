@@ -71,7 +71,7 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
 
     await system.stopService('plugin-watcher');
     const removedAt = Date.now();
-    await system.removePlugin('node-b', nic.driver);
+    await system.removePlugin('node-b', nic.driver, '0s');
     await system.until(
       'the slices withdrawn',
       async () => (await nicSlices()).length === 0,

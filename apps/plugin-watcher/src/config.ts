@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { envDurationMs, envLogLevel, envPort, envUrl, parseConfig } from '@slicekeeper/config';
+import {
+  endpointPolicyEnv,
+  envDurationMs,
+  envLogLevel,
+  envPort,
+  envUrl,
+  parseConfig,
+} from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
 export const pluginWatcherConfigSchema = z
@@ -43,6 +50,9 @@ export const pluginWatcherConfigSchema = z
       'First reconnect delay after a stream failed; doubles per failure.',
     ),
     RECONNECT_MAX_DELAY: envDurationMs('180s', 'Longest reconnect delay.'),
+    // The registration API's variables: every dial is checked with the policy registrations
+    // passed, so a deployment sets both services alike.
+    ...endpointPolicyEnv,
     PROBE_PORT: envPort(9090, 'Port of /metrics, /healthz and /readyz.'),
     PROBE_HOST: z.string().default('0.0.0.0').describe('Address the probe server listens on.'),
     LOG_LEVEL: envLogLevel(),

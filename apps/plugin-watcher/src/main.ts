@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { EndpointPolicy } from '@slicekeeper/admission';
 import { errorMessage } from '@slicekeeper/errors';
 import {
   ProbeServer,
@@ -8,7 +9,7 @@ import {
   installShutdown,
 } from '@slicekeeper/observability';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
-import { PluginWatcher } from '@slicekeeper/watcher';
+import { PluginWatcher, createGrpcConnector } from '@slicekeeper/watcher';
 import { loadConfig } from './config';
 
 async function main(): Promise<void> {
@@ -21,7 +22,15 @@ async function main(): Promise<void> {
   });
   const queue = new SyncQueue({ connection: redis, prefix: config.REDIS_PREFIX });
   const metrics = createMetricsRegistry('plugin-watcher');
+  // Checked before every dial: a registration that passed the API once is not trusted forever.
+  const policy = new EndpointPolicy({
+    socketDirectories: config.PLUGIN_SOCKET_DIRS,
+    tcpHosts: config.PLUGIN_TCP_ALLOWLIST,
+    allowLoopback: config.PLUGIN_ALLOW_LOOPBACK,
+    allowLinkLocal: config.PLUGIN_ALLOW_LINK_LOCAL,
+  });
   const watcher = new PluginWatcher({
+    connector: createGrpcConnector({ policy }),
     redis,
     queue,
     prefix: config.REDIS_PREFIX,

@@ -72,7 +72,7 @@ describe('restarting slicekeeper with unchanged drivers', () => {
     const services = [
       new ServiceProcess({
         app: 'plugin-watcher',
-        env: { ...common, WATCHER_MODE: 'node', NODE_NAME: 'node-a' },
+        env: { ...common, WATCHER_MODE: 'node', NODE_NAME: 'node-a', PLUGIN_SOCKET_DIRS: dir },
       }),
       new ServiceProcess({
         app: 'slice-syncer',

@@ -72,6 +72,7 @@ describe('plugin-watcher processes in shared mode', () => {
           PATH: process.env.PATH,
           REDIS_URL: server.url,
           REDIS_PREFIX: prefix,
+          PLUGIN_SOCKET_DIRS: dir,
           WATCHER_MODE: 'shared',
           REPLICA_ID: replicaId,
           LEASE_DURATION: `${LEASE_MS}ms`,

@@ -9,12 +9,14 @@ import type { Registry } from 'prom-client';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import type { Logger } from '@slicekeeper/observability';
 import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { boundedProber } from './bounded-prober';
 import { ApiMetrics } from './plugins/api-metrics';
 import { apiDocs } from './plugins/api-docs';
-import { errorHandler } from './plugins/error-handler';
+import { answerClientError, answerFrameworkError, errorHandler } from './plugins/error-handler';
 import { healthRoutes } from './routes/health-routes';
 import { pluginRoutes } from './routes/plugin-routes';
 import type { SyncRequester } from './routes/plugin-routes';
+import { MAX_PARAM_LENGTH } from './schemas/plugins';
 
 /** The dependencies of the API, built by main.ts (or a test) and injected. */
 export interface AppOptions {
@@ -33,8 +35,11 @@ export interface AppOptions {
   rateLimitMax?: number;
   /** @defaultValue 60000 */
   rateLimitWindowMs?: number;
-  /** Endpoints one driver may have on one node at once. @defaultValue 4 */
-  maxEndpointsPerKey?: number;
+  /**
+   * How long a removed plugin's slices stay unless it registers again, ms (kubelet waits 30 s
+   * before wiping a deregistered plugin's slices, for restarts). @defaultValue 30000
+   */
+  removalGraceMs?: number;
   /** ResourcePublisher versions spoken. @defaultValue the contracts' `SUPPORTED_PUBLISHER_VERSIONS` */
   supportedVersions?: readonly string[];
   /** How long `/readyz` waits for Redis to answer, ms. @defaultValue 2000 */
@@ -91,7 +96,7 @@ export const registrationApi = fp(
       store: options.store,
       statusReader: options.statusReader,
       syncQueue: options.syncQueue,
-      prober: options.prober,
+      prober: boundedProber(options.prober),
       endpointPolicy: options.endpointPolicy,
       tokens: options.tokens,
       metrics,
@@ -99,7 +104,7 @@ export const registrationApi = fp(
       redisPrefix: options.redisPrefix,
       rateLimitMax: options.rateLimitMax ?? 600,
       rateLimitWindowMs: options.rateLimitWindowMs ?? 60_000,
-      maxEndpointsPerKey: options.maxEndpointsPerKey ?? 4,
+      removalGraceMs: options.removalGraceMs ?? 30_000,
       ...(options.supportedVersions === undefined
         ? {}
         : { supportedVersions: options.supportedVersions }),
@@ -110,7 +115,9 @@ export const registrationApi = fp(
 
 /**
  * Creates the fastify server with the API registered: request ids (the caller's `x-request-id`
- * when well-formed, else a UUID) on every log line, the body limit, and poisoned JSON refused.
+ * when well-formed, else a UUID) on every log line, the body limit, poisoned JSON refused, and
+ * the errors fastify answers before any hook runs (router refusals, unparsable HTTP, requests
+ * during shutdown) in the API's error shape.
  */
 export function buildApp(options: AppOptions & ServerOptions): FastifyInstance {
   const app = Fastify({
@@ -124,8 +131,11 @@ export function buildApp(options: AppOptions & ServerOptions): FastifyInstance {
     },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    // Node names may be 253 characters; the default (100) would turn long ones into 404s.
-    routerOptions: { maxParamLength: 300 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    // fastify's own 503 while closing has its own body; the error handler answers it instead.
+    return503OnClosing: false,
   });
   void app.register(registrationApi, options);
   return app as unknown as FastifyInstance;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  endpointPolicyEnv,
   envBoolean,
   envDurationMs,
   envInt,
@@ -9,20 +10,6 @@ import {
   parseConfig,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
-
-/** A comma-separated list; blanks dropped. */
-function envList(defaultValue: string, description: string) {
-  return z
-    .string()
-    .default(defaultValue)
-    .transform((value) =>
-      value
-        .split(',')
-        .map((item) => item.trim())
-        .filter((item) => item !== ''),
-    )
-    .describe(description);
-}
 
 export const registrationApiConfigSchema = z.object({
   HOST: z.string().default('0.0.0.0').describe('Address the API listens on.'),
@@ -46,19 +33,8 @@ export const registrationApiConfigSchema = z.object({
     .describe(
       'JSON file of bearer tokens: {"tokens":[{"name","token","role":"admin"} or {"name","token","role":"node","node"}]}.',
     ),
-  PLUGIN_SOCKET_DIRS: envList(
-    '/var/lib/kubelet/plugins',
-    'Comma-separated directories plugin unix sockets may live in; empty: no unix endpoints.',
-  ),
-  PLUGIN_TCP_ALLOWLIST: envList(
-    '',
-    'Comma-separated TCP destinations that may be dialled: host names, *.suffix wildcards, IP addresses, CIDRs; empty: no TCP endpoints.',
-  ),
-  PLUGIN_ALLOW_LOOPBACK: envBoolean(false, 'Permit loopback plugin endpoints (development only).'),
-  PLUGIN_ALLOW_LINK_LOCAL: envBoolean(
-    false,
-    'Permit link-local plugin endpoints; metadata services stay forbidden.',
-  ),
+  // The same variables as the plugin-watcher's, which checks its dials with them.
+  ...endpointPolicyEnv,
   PLUGIN_DIAL_TIMEOUT: envDurationMs(
     '10s',
     'How long to wait for a plugin connection (kubelet: 10s).',
@@ -71,6 +47,15 @@ export const registrationApiConfigSchema = z.object({
     4,
     'Endpoints one driver may have registered on one node at once (rolling updates need 2).',
     { min: 1, max: 64 },
+  ),
+  MAX_DRIVERS_PER_NODE: envInt(
+    16,
+    'Driver names one node may have registered at once, so that one node token cannot register without bound.',
+    { min: 1, max: 1024 },
+  ),
+  REMOVAL_GRACE: envDurationMs(
+    '30s',
+    "How long a removed plugin's slices stay unless it registers again (a driver restarting deregisters and registers). Keep it equal to the watcher's WIPE_DELAY.",
   ),
   RATE_LIMIT_MAX: envInt(600, 'Requests per token per rate-limit window, shared by all replicas.', {
     min: 1,

@@ -1,7 +1,7 @@
 import { EndpointPolicy, GrpcPluginProber, TokenAuthority } from '@slicekeeper/admission';
 import { createLogger, createMetricsRegistry, installShutdown } from '@slicekeeper/observability';
-import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
 import { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { ApiRedis } from './api-redis';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 
@@ -15,17 +15,25 @@ async function main(): Promise<void> {
     allowLoopback: config.PLUGIN_ALLOW_LOOPBACK,
     allowLinkLocal: config.PLUGIN_ALLOW_LINK_LOCAL,
   });
-  const redis = createRedisConnection({
+  // One connection for the store, the rate limiter and the queue, failing fast while Redis is
+  // down (503 at once, not requests held until it is back); each outage logged once.
+  const apiRedis = new ApiRedis({
     url: config.REDIS_URL,
-    connectionName: 'registration-api',
+    prefix: config.REDIS_PREFIX,
+    logger,
   });
-  const syncQueue = new SyncQueue({ connection: redis, prefix: config.REDIS_PREFIX });
+  const { connection: redis, syncQueue } = apiRedis;
 
   const app = buildApp({
     logger,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
-    store: new RegistrationStore({ redis, prefix: config.REDIS_PREFIX }),
+    store: new RegistrationStore({
+      redis,
+      prefix: config.REDIS_PREFIX,
+      maxEndpointsPerKey: config.MAX_ENDPOINTS_PER_PLUGIN,
+      maxDriversPerNode: config.MAX_DRIVERS_PER_NODE,
+    }),
     statusReader: new KeyStatusReader({ redis, prefix: config.REDIS_PREFIX }),
     syncQueue,
     prober: new GrpcPluginProber({
@@ -39,7 +47,7 @@ async function main(): Promise<void> {
     registry: createMetricsRegistry('registration-api'),
     rateLimitMax: config.RATE_LIMIT_MAX,
     rateLimitWindowMs: config.RATE_LIMIT_WINDOW,
-    maxEndpointsPerKey: config.MAX_ENDPOINTS_PER_PLUGIN,
+    removalGraceMs: config.REMOVAL_GRACE,
   });
 
   installShutdown({
@@ -49,8 +57,7 @@ async function main(): Promise<void> {
     // close the queue and Redis that in-flight requests were still using.
     close: async () => {
       await app.close();
-      await syncQueue.close();
-      await redis.quit();
+      await apiRedis.close();
     },
   });
   await app.listen({ host: config.HOST, port: config.PORT });

@@ -96,7 +96,7 @@ describe('removing a plugin with only the syncer running', () => {
 
     const removed = await h.app.inject({
       method: 'DELETE',
-      url: `/v1/plugins/${key.node}/${key.driver}`,
+      url: `/v1/plugins/${key.node}/${key.driver}?grace=0s`,
       headers: admin,
     });
     expect(removed.statusCode).toBe(200);

@@ -3,10 +3,15 @@ import { admissionError } from './admission-error';
 import { admitPlugin } from './admit-plugin';
 import type { AdmitPluginOptions } from './admit-plugin';
 import { EndpointPolicy } from './endpoint-policy';
-import type { AdmittedEndpoint } from './endpoint-policy';
+import type { AdmittedEndpoint, SocketFileSystem } from './endpoint-policy';
 import type { PluginInfo, PluginProber, RegistrationOutcome } from './plugin-prober';
 
-const policy = new EndpointPolicy({ socketDirectories: ['/plugins'] });
+/** Every path is real as written: these tests are about the plugin, not its socket. */
+const asWritten: SocketFileSystem = {
+  realpath: (path) => Promise.resolve(path),
+  lstat: () => Promise.resolve({}),
+};
+const policy = new EndpointPolicy({ socketDirectories: ['/plugins'], fileSystem: asWritten });
 
 /** A prober whose plugin answers with `info` and records what it is told. */
 function fakeProber(info: PluginInfo | undefined | Error) {

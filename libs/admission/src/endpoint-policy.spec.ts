@@ -125,6 +125,101 @@ describe('EndpointPolicy', () => {
     });
   });
 
+  describe('IPv6 addresses that embed an IPv4 address', () => {
+    // The review's configuration: every IPv6 destination allowed.
+    const anyV6 = new EndpointPolicy({ tcpHosts: ['::/0'] });
+
+    it.each([
+      ['compatible', '::127.0.0.1', '127.0.0.1', /loopback/],
+      ['mapped', '::ffff:127.0.0.1', '127.0.0.1', /loopback/],
+      ['mapped, hex', '::ffff:7f00:1', '127.0.0.1', /loopback/],
+      ['SIIT', '::ffff:0:127.0.0.1', '127.0.0.1', /loopback/],
+      ['NAT64 well-known prefix', '64:ff9b::127.0.0.1', '127.0.0.1', /loopback/],
+      ['NAT64 local-use prefix', '64:ff9b:1::127.0.0.1', '127.0.0.1', /loopback/],
+      ['NAT64 local-use prefix, subnet', '64:ff9b:1:2:3:4:7f00:1', '127.0.0.1', /loopback/],
+      ['compatible metadata', '::169.254.169.254', '169.254.169.254', /metadata/],
+      ['SIIT metadata', '::ffff:0:169.254.169.254', '169.254.169.254', /metadata/],
+      ['NAT64 metadata', '64:ff9b::169.254.169.254', '169.254.169.254', /metadata/],
+      ['NAT64 link-local', '64:ff9b::169.254.1.1', '169.254.1.1', /link-local/],
+      ['SIIT unspecified', '::ffff:0:0.0.0.0', '0.0.0.0', /unspecified/],
+      ['compatible multicast', '::224.0.0.1', '224.0.0.1', /multicast/],
+      ['NAT64 broadcast', '64:ff9b::255.255.255.255', '255.255.255.255', /broadcast/],
+      // An IPv6 allowlist does not open IPv4 destinations behind a translator.
+      ['NAT64 private', '64:ff9b::10.0.0.5', '10.0.0.5', /not in the TCP allowlist/],
+    ])('checks the %s form %s as %s', (_form, address, ipv4, rule) => {
+      const checked = anyV6.check(`[${address}]:9000`);
+      expect(checked).toMatchObject({ ok: false, code: 'endpoint-forbidden' });
+      expect(!checked.ok && checked.message).toMatch(`embeds the IPv4 address ${ipv4}: `);
+      expect(!checked.ok && checked.message).toMatch(rule);
+      expect(!checked.ok && checked.message).toMatch(`endpoint "[${address}]:9000"`);
+    });
+
+    it('keeps ::1 and :: themselves, which are not IPv4-compatible addresses', () => {
+      expect(anyV6.check('[::1]:9000')).toMatchObject({ message: /: loopback addresses/ });
+      expect(anyV6.check('[::]:9000')).toMatchObject({ message: /: unspecified/ });
+      expect(anyV6.check('[2001:db8::1]:9000').ok).toBe(true);
+    });
+
+    it('checks the embedded address against an IPv4 allowlist', () => {
+      const private10 = new EndpointPolicy({ tcpHosts: ['10.0.0.0/8'] });
+      for (const address of ['::ffff:0:10.1.2.3', '64:ff9b::10.1.2.3', '64:ff9b:1::a01:203']) {
+        expect([address, private10.check(`[${address}]:9000`).ok]).toEqual([address, true]);
+      }
+      expect(private10.check('[64:ff9b::11.1.2.3]:9000').ok).toBe(false);
+    });
+
+    it('opens an embedded loopback address only with allowLoopback', () => {
+      const loopback = new EndpointPolicy({ tcpHosts: ['::/0'], allowLoopback: true });
+      expect(loopback.check('[::ffff:0:127.0.0.1]:9000').ok).toBe(true);
+      expect(loopback.check('[64:ff9b::169.254.169.254]:9000').ok).toBe(false);
+    });
+
+    it('checks the addresses a name resolves to the same way', async () => {
+      const rebinding = new EndpointPolicy({
+        tcpHosts: ['gpu.drivers.svc'],
+        lookup: () => Promise.resolve(['10.0.0.5', '64:ff9b::7f00:1']),
+      });
+      await expect(rebinding.admit('gpu.drivers.svc:9000')).rejects.toMatchObject({
+        code: 'endpoint-forbidden',
+        message:
+          'endpoint "gpu.drivers.svc:9000": "gpu.drivers.svc" resolves to 64:ff9b::7f00:1, which embeds the IPv4 address 127.0.0.1: loopback addresses are not allowed',
+      });
+    });
+  });
+
+  describe('cloud metadata services', () => {
+    const everything = new EndpointPolicy({
+      tcpHosts: ['0.0.0.0/0', '::/0'],
+      allowLoopback: true,
+      allowLinkLocal: true,
+    });
+
+    it.each([
+      ['169.254.169.254', 'AWS, GCP, Azure, OpenStack IMDS'],
+      ['169.254.170.2', 'AWS ECS task metadata'],
+      ['169.254.170.23', 'AWS EKS Pod Identity'],
+      ['[fd00:ec2::254]', 'AWS IMDS over IPv6'],
+      ['[fd00:ec2::23]', 'AWS EKS Pod Identity over IPv6'],
+      ['100.100.100.200', 'Alibaba Cloud'],
+      ['168.63.129.16', 'Azure wireserver'],
+      ['169.254.0.23', 'Tencent Cloud'],
+    ])('never dials %s (%s), whatever is allowed', async (host) => {
+      expect(everything.check(`${host}:80`)).toMatchObject({
+        ok: false,
+        code: 'endpoint-forbidden',
+        message: `endpoint "${host}:80": metadata services are never dialled`,
+      });
+      const named = new EndpointPolicy({
+        tcpHosts: ['gpu.drivers.svc'],
+        lookup: () => Promise.resolve([host.replace(/[[\]]/g, '')]),
+      });
+      await expect(named.admit('gpu.drivers.svc:80')).rejects.toMatchObject({
+        code: 'endpoint-forbidden',
+        message: /metadata services are never dialled/,
+      });
+    });
+  });
+
   it('refuses a bad configuration, naming every entry', () => {
     expect(
       () =>

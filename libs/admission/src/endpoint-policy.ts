@@ -1,5 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { isAbsolute, normalize } from 'node:path';
+import { lstat, realpath } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { grpcTarget, parseEndpoint } from '@slicekeeper/proto';
 import type { PluginEndpoint } from '@slicekeeper/proto';
 import { TerminalError, errorMessage } from '@slicekeeper/errors';
@@ -25,15 +27,27 @@ declare const admitted: unique symbol;
 export interface AdmittedEndpoint {
   /** The endpoint as registered. */
   readonly endpoint: string;
-  /** What to dial: the socket, or the checked IP address a name resolved to. */
+  /**
+   * What to dial: the socket's real path (symlinks resolved), or the checked IP address a name
+   * resolved to — never the name again.
+   */
   readonly target: string;
   readonly [admitted]: true;
+}
+
+/** The file-system calls the policy follows socket paths with; injected for tests. */
+export interface SocketFileSystem {
+  /** Resolves every symlink, as `fs.promises.realpath`; rejects `ENOENT` when nothing is there. */
+  realpath(path: string): Promise<string>;
+  /** Resolves when a directory entry (a dangling symlink too) is at `path`, as `fs.promises.lstat`. */
+  lstat(path: string): Promise<unknown>;
 }
 
 export interface EndpointPolicyOptions {
   /**
    * Directories plugin sockets may live in (absolute), e.g. `/var/lib/kubelet/plugins`. A unix
-   * endpoint must be strictly inside one of them. @defaultValue [] (no unix endpoints)
+   * endpoint must be strictly inside one of them, both as written and once every symlink (in
+   * the directories too) is resolved. @defaultValue [] (no unix endpoints)
    */
   socketDirectories?: readonly string[];
   /**
@@ -53,6 +67,8 @@ export interface EndpointPolicyOptions {
    * hang on a slow resolver. @defaultValue 2000
    */
   lookupTimeoutMs?: number;
+  /** How socket paths are resolved; injected for tests. @defaultValue `node:fs/promises` */
+  fileSystem?: SocketFileSystem;
 }
 
 /** The outcome of the static (no DNS) check of an endpoint. */
@@ -77,11 +93,17 @@ const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * Decides which plugin endpoints slicekeeper may dial, so that a registration cannot make it
- * connect to arbitrary addresses (SSRF): unix sockets only inside the configured directories,
- * TCP only to configured names and CIDRs, never to metadata services, unspecified, multicast or
- * broadcast addresses, and to loopback and link-local addresses only when configured. Names are
- * resolved here and the checked address is what gets dialled, so DNS cannot swap in another
- * address between the check and the dial.
+ * connect to arbitrary addresses (SSRF): unix sockets only inside the configured directories
+ * (after symlinks), TCP only to configured names and CIDRs, never to metadata services,
+ * unspecified, multicast or broadcast addresses, and to loopback and link-local addresses only
+ * when configured. An IPv6 address that embeds an IPv4 address (mapped, compatible, SIIT, NAT64)
+ * is judged as that IPv4 address.
+ *
+ * {@link EndpointPolicy.admit} is the check made before every dial — the registration API's
+ * probe and each of the plugin-watcher's (re)connects — and returns what to dial: the checked
+ * address a name resolved to (DNS cannot swap in another between the check and the dial), or the
+ * socket's real path. A symlink swapped into the path between the check and the connect is not
+ * caught: that race needs write access to an allowed directory.
  */
 export class EndpointPolicy {
   private readonly socketDirectories: readonly string[];
@@ -92,6 +114,7 @@ export class EndpointPolicy {
   private readonly allowLinkLocal: boolean;
   private readonly lookup: (host: string) => Promise<string[]>;
   private readonly lookupTimeoutMs: number;
+  private readonly fileSystem: SocketFileSystem;
 
   /** Throws a `TerminalError` naming every bad entry. */
   constructor(options: EndpointPolicyOptions) {
@@ -132,6 +155,7 @@ export class EndpointPolicy {
     this.allowLinkLocal = options.allowLinkLocal ?? false;
     this.lookup = options.lookup ?? defaultLookup;
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 2000;
+    this.fileSystem = options.fileSystem ?? { realpath: (path) => realpath(path), lstat };
   }
 
   /** The static check: syntax, directories, names and IP literals; no DNS. */
@@ -146,7 +170,7 @@ export class EndpointPolicy {
       const problem = this.addressProblem(address, true);
       return problem === undefined
         ? { ok: true, parsed, resolve: false }
-        : forbidden(endpoint, problem);
+        : forbidden(endpoint, `${literalPrefix(parsed.host, address)}${problem}`);
     }
     const host = parsed.host.toLowerCase();
     if (looksNumeric(host)) {
@@ -161,17 +185,17 @@ export class EndpointPolicy {
   }
 
   /**
-   * Checks an endpoint and, for a DNS name, every address it resolves to. Throws an admission
-   * error (`invalid-endpoint`, `endpoint-forbidden`, `plugin-unreachable` when the name does not
-   * resolve) before anything is dialled.
+   * Checks an endpoint as it is now — every address a DNS name resolves to, the real path of a
+   * socket — and returns what to dial. Call it before every dial, and dial only its `target`.
+   * Throws an admission error (`invalid-endpoint`, `endpoint-forbidden`, `plugin-unreachable`
+   * when a name does not resolve or a socket's directory does not exist).
    */
   async admit(endpoint: string): Promise<AdmittedEndpoint> {
     const checked = this.check(endpoint);
     if (!checked.ok) throw admissionError(checked.code, checked.message);
     const { parsed } = checked;
-    if (parsed.kind === 'unix' || !checked.resolve) {
-      return makeAdmitted(endpoint, grpcTarget(parsed));
-    }
+    if (parsed.kind === 'unix') return this.admitSocket(endpoint, parsed.path);
+    if (!checked.resolve) return makeAdmitted(endpoint, grpcTarget(parsed));
     let addresses: string[];
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -197,9 +221,11 @@ export class EndpointPolicy {
       const problem =
         address === undefined ? 'not an IP address' : this.addressProblem(address, false);
       if (problem !== undefined) {
+        const which = address === undefined ? '' : embedded(text, address);
+        const resolved = which === '' ? text : `${text}, which ${which}`;
         throw admissionError(
           'endpoint-forbidden',
-          `endpoint "${endpoint}": "${parsed.host}" resolves to ${text}: ${problem}`,
+          `endpoint "${endpoint}": "${parsed.host}" resolves to ${resolved}: ${problem}`,
         );
       }
     }
@@ -208,6 +234,76 @@ export class EndpointPolicy {
       throw admissionError('plugin-unreachable', `endpoint "${endpoint}": no address`);
     }
     return makeAdmitted(endpoint, grpcTarget({ kind: 'tcp', host: first, port: parsed.port }));
+  }
+
+  /**
+   * Follows a socket path that passed the static check to where it really leads, and admits it
+   * only when that is strictly inside the real path of an allowed directory: a symlinked socket
+   * or directory must not reach other sockets on the host. The socket may not exist yet (it is
+   * then dialled where it would be); its directory must.
+   */
+  private async admitSocket(endpoint: string, path: string): Promise<AdmittedEndpoint> {
+    const fs = this.fileSystem;
+    let real: string;
+    try {
+      real = join(await fs.realpath(dirname(path)), basename(path));
+    } catch (error) {
+      throw admissionError(
+        'plugin-unreachable',
+        `endpoint "${endpoint}": socket directory ${dirname(path)}: ${fsErrorMessage(error)}`,
+        error,
+      );
+    }
+    try {
+      real = await fs.realpath(real);
+    } catch (error) {
+      if (!isNotFound(error)) {
+        throw admissionError(
+          'plugin-unreachable',
+          `endpoint "${endpoint}": ${fsErrorMessage(error)}`,
+          error,
+        );
+      }
+      // Nothing there yet, unless a symlink that leads nowhere: it could be pointed anywhere
+      // before the dial follows it.
+      const entry = await fs.lstat(real).then(
+        () => true,
+        () => false,
+      );
+      if (entry) {
+        throw admissionError(
+          'endpoint-forbidden',
+          `endpoint "${endpoint}": the socket is a symlink to nothing`,
+        );
+      }
+    }
+    const directories = await this.realSocketDirectories();
+    if (!directories.some((dir) => real.startsWith(`${dir}/`))) {
+      const allowed = directories.length === 0 ? 'none exists' : directories.join(', ');
+      throw admissionError(
+        'endpoint-forbidden',
+        `endpoint "${endpoint}": the socket is really ${real}, outside the allowed directories (${allowed})`,
+      );
+    }
+    if (Buffer.byteLength(real) > MAX_SOCKET_PATH_BYTES) {
+      throw admissionError(
+        'invalid-endpoint',
+        `endpoint "${endpoint}": the socket's real path ${real} is longer than ${MAX_SOCKET_PATH_BYTES} bytes`,
+      );
+    }
+    return makeAdmitted(endpoint, `unix://${real}`);
+  }
+
+  /**
+   * The real paths of the allowed directories that exist now; resolved at every check, as an
+   * allowed directory may be created or moved after start-up. A directory that resolves to `/`
+   * admits nothing (`//` starts no real path).
+   */
+  private async realSocketDirectories(): Promise<string[]> {
+    const resolved = await Promise.all(
+      this.socketDirectories.map((dir) => this.fileSystem.realpath(dir).catch(() => undefined)),
+    );
+    return resolved.filter((dir) => dir !== undefined);
   }
 
   private checkSocket(endpoint: string, path: string, parsed: PluginEndpoint): EndpointCheck {
@@ -248,6 +344,19 @@ export class EndpointPolicy {
   }
 }
 
+/** `embeds the IPv4 address 127.0.0.1` when `text` is an IPv6 form judged as `address`, or ''. */
+function embedded(text: string, address: IpAddress): string {
+  return isIP(text) === 6 && address.family === 4
+    ? `embeds the IPv4 address ${address.bytes.join('.')}`
+    : '';
+}
+
+/** What to say before the rule an IP literal broke: nothing, unless it embeds an IPv4 address. */
+function literalPrefix(text: string, address: IpAddress): string {
+  const which = embedded(text, address);
+  return which === '' ? '' : `${text} ${which}: `;
+}
+
 function forbidden(endpoint: string, problem: string): EndpointCheck {
   return { ok: false, code: 'endpoint-forbidden', message: `endpoint "${endpoint}": ${problem}` };
 }
@@ -268,6 +377,17 @@ function isDnsName(host: string): boolean {
   return /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/.test(
     host,
   );
+}
+
+// Duck-typed: node's fs errors need not be `instanceof Error` of this realm (under jest).
+function isNotFound(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'code' in error && error.code === 'ENOENT';
+}
+
+function fsErrorMessage(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'message' in error
+    ? String(error.message)
+    : errorMessage(error);
 }
 
 async function defaultLookup(host: string): Promise<string[]> {

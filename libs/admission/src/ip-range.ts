@@ -15,35 +15,76 @@ export interface IpRange {
 }
 
 /**
- * Parses an IPv4 or IPv6 address. An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) is returned
- * as the IPv4 address it maps to: it reaches the same host, so it must meet the same rules.
+ * Parses an IPv4 or IPv6 address. An IPv6 address that embeds an IPv4 address is returned as
+ * that IPv4 address (see {@link embeddedIpv4}): it reaches the same host, so it must meet the
+ * same rules.
  */
 export function parseIp(text: string): IpAddress | undefined {
-  const family = isIP(text);
-  if (family === 4) return { family: 4, bytes: Uint8Array.from(text.split('.').map(Number)) };
-  if (family !== 6) return undefined;
-  const bytes = parseIpv6(text);
-  const mapped = bytes.slice(0, 12).every((b, i) => b === (i < 10 ? 0 : 0xff));
-  return mapped ? { family: 4, bytes: bytes.slice(12) } : { family: 6, bytes };
+  const literal = parseIpLiteral(text);
+  return literal === undefined ? undefined : (embeddedIpv4(literal) ?? literal);
 }
 
-/** Parses `address/prefix`; a bare address is a block of one. Returns why not, as a string. */
+/** Parses an IPv4 or IPv6 address as written, without unwrapping an embedded IPv4 address. */
+export function parseIpLiteral(text: string): IpAddress | undefined {
+  const family = isIP(text);
+  if (family === 4) return { family: 4, bytes: Uint8Array.from(text.split('.').map(Number)) };
+  return family === 6 ? { family: 6, bytes: parseIpv6(text) } : undefined;
+}
+
+/**
+ * IPv6 forms that carry an IPv4 address in their last 32 bits, and reach that IPv4 host: on the
+ * node itself (mapped and compatible addresses, SIIT) or through a translator (NAT64).
+ */
+const EMBEDDING_PREFIXES: readonly (readonly number[])[] = [
+  // ::ffff:a.b.c.d, IPv4-mapped (RFC 4291).
+  [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+  // ::ffff:0:a.b.c.d, IPv4-translated (SIIT, RFC 6145/7915).
+  [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0],
+  // ::a.b.c.d, IPv4-compatible (deprecated by RFC 4291, still routed by some stacks).
+  [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+  // 64:ff9b::a.b.c.d, the NAT64 well-known prefix (RFC 6052).
+  [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0],
+  // 64:ff9b:1::/48, the NAT64 local-use block (RFC 8215): prefixes carved from it are taken to
+  // be /96, the usual length, with the IPv4 address in the last 32 bits.
+  [0, 0x64, 0xff, 0x9b, 0, 1],
+];
+
+/**
+ * The IPv4 address an IPv6 address embeds (mapped, compatible, SIIT, NAT64 `64:ff9b::/96` and
+ * `64:ff9b:1::/48`), or undefined. `::` and `::1` are themselves, not IPv4-compatible.
+ */
+export function embeddedIpv4(address: IpAddress): IpAddress | undefined {
+  if (address.family !== 6) return undefined;
+  const { bytes } = address;
+  const prefix = EMBEDDING_PREFIXES.find((p) => p.every((byte, i) => bytes[i] === byte));
+  if (prefix === undefined) return undefined;
+  const ipv4 = bytes.slice(12);
+  const compatible = prefix.length === 12 && prefix.every((byte) => byte === 0);
+  if (compatible && ipv4[0] === 0 && ipv4[1] === 0 && ipv4[2] === 0 && (ipv4[3] ?? 0) <= 1) {
+    return undefined;
+  }
+  return { family: 4, bytes: ipv4 };
+}
+
+/**
+ * Parses `address/prefix`; a bare address is a block of one. A block written in an IPv4-embedding
+ * form with a prefix of 96 bits or more (`::ffff:10.0.0.0/104`) is the block of IPv4 addresses
+ * it embeds; a shorter one stays an IPv6 block. Returns why not, as a string.
+ */
 export function parseIpRange(text: string): IpRange | string {
   const [addressText = '', prefixText, ...rest] = text.split('/');
-  const address = parseIp(addressText);
-  if (address === undefined || rest.length > 0) return `"${text}" is not an IP address or CIDR`;
-  const max = address.family === 4 ? 32 : 128;
-  // A mapped IPv6 block applies to the IPv4 addresses it maps.
-  const offset = isIP(addressText) === 6 && address.family === 4 ? 96 : 0;
-  const prefixLength = prefixText === undefined ? max + offset : Number(prefixText);
-  if (
-    !/^\d{1,3}$/.test(prefixText ?? '0') ||
-    prefixLength - offset < 0 ||
-    prefixLength > max + offset
-  ) {
+  const literal = parseIpLiteral(addressText);
+  if (literal === undefined || rest.length > 0) return `"${text}" is not an IP address or CIDR`;
+  const literalMax = literal.family === 4 ? 32 : 128;
+  const prefixLength = prefixText === undefined ? literalMax : Number(prefixText);
+  if (!/^\d{1,3}$/.test(prefixText ?? '0') || prefixLength > literalMax) {
     return `"${text}" has an invalid prefix length`;
   }
-  return { address, prefixLength: prefixLength - offset, text };
+  const embedded = embeddedIpv4(literal);
+  if (embedded !== undefined && prefixLength >= 96) {
+    return { address: embedded, prefixLength: prefixLength - 96, text };
+  }
+  return { address: literal, prefixLength, text };
 }
 
 /** Whether `range` contains `address` (never across families). */
@@ -72,14 +113,26 @@ export const LOOPBACK_RANGES = ranges('127.0.0.0/8', '::1/128');
 export const LINK_LOCAL_RANGES = ranges('169.254.0.0/16', 'fe80::/10');
 
 /**
- * Cloud instance-metadata services (AWS, GCP, Azure, OpenStack at 169.254.169.254; AWS ECS and
- * IPv6 IMDS; Alibaba). They hand out node credentials, so no configuration opens them.
+ * Cloud instance-metadata and host-agent services. They hand out node credentials, so no
+ * configuration opens them.
  */
 export const METADATA_RANGES = ranges(
+  // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean, Hetzner… instance metadata.
   '169.254.169.254/32',
+  // AWS ECS task metadata and credentials.
   '169.254.170.2/32',
+  // AWS EKS Pod Identity agent.
+  '169.254.170.23/32',
+  // AWS instance metadata over IPv6.
   'fd00:ec2::254/128',
+  // AWS EKS Pod Identity agent over IPv6.
+  'fd00:ec2::23/128',
+  // Alibaba Cloud instance metadata.
   '100.100.100.200/32',
+  // Azure wireserver (VM agent, extensions and their secrets).
+  '168.63.129.16/32',
+  // Tencent Cloud instance metadata.
+  '169.254.0.23/32',
 );
 
 /**

@@ -1,3 +1,9 @@
+import { realpath } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import { registration } from '@slicekeeper/proto';
@@ -104,14 +110,78 @@ describe('GrpcPluginProber', () => {
     }
   });
 
-  it('gives up dialling after the dial timeout', async () => {
-    const fast = new GrpcPluginProber({ dialTimeoutMs: 300 });
-    const nowhere = await new EndpointPolicy({ socketDirectories: ['/tmp'] }).admit(
-      'unix:///tmp/slicekeeper-no-such-plugin.sock',
+  describe('a dial that cannot succeed', () => {
+    // A dial timeout far beyond the test's own: a prober that waits for it fails the test.
+    const patient = new GrpcPluginProber({ dialTimeoutMs: 60_000 });
+    const open = new EndpointPolicy({ allowLoopback: true, socketDirectories: [tmpdir()] });
+    const servers: NetServer[] = [];
+    const sockets: Socket[] = [];
+    afterAll(async () => {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    });
+
+    /** A TCP server on a free loopback port that treats every connection with `handle`. */
+    async function tcpServer(handle: (socket: Socket) => void, server = createServer(handle)) {
+      servers.push(server);
+      server.on('connection', (socket: Socket) => sockets.push(socket));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    }
+
+    it('fails at once on a closed port, with the reason', async () => {
+      const endpoint = await tcpServer(() => undefined);
+      await new Promise((resolve) => servers.pop()?.close(resolve));
+      await expect(patient.connect(await open.admit(endpoint))).rejects.toMatchObject({
+        code: 'plugin-unreachable',
+        message: `dial ${endpoint}: connect ECONNREFUSED ${endpoint}`,
+      });
+    }, 10_000);
+
+    it('fails at once on a missing socket, with the reason', async () => {
+      const name = `slicekeeper-no-such-plugin-${process.pid}.sock`;
+      const real = join(await realpath(tmpdir()), name);
+      const endpoint = `unix://${join(tmpdir(), name)}`;
+      await expect(patient.connect(await open.admit(endpoint))).rejects.toMatchObject({
+        code: 'plugin-unreachable',
+        message: `dial ${endpoint}: connect ENOENT ${real}`,
+      });
+    }, 10_000);
+
+    it.each([
+      ['closes every connection', () => tcpServer((socket) => socket.destroy())],
+      [
+        'speaks HTTP/1',
+        () =>
+          tcpServer(
+            () => undefined,
+            createHttpServer((_, res) => res.end()),
+          ),
+      ],
+      ['sends a banner and hangs up', () => tcpServer((socket) => socket.end('SSH-2.0-x\r\n'))],
+    ])(
+      'fails at once on a peer that %s: not a gRPC server',
+      async (_name, listen) => {
+        const endpoint = await listen();
+        await expect(patient.connect(await open.admit(endpoint))).rejects.toMatchObject({
+          code: 'plugin-unreachable',
+          message: expect.stringMatching(
+            new RegExp(
+              `^dial ${endpoint}: not a gRPC server \\(the HTTP/2 handshake failed: .+\\)$`,
+            ),
+          ) as unknown,
+        });
+      },
+      10_000,
     );
-    await expect(fast.connect(nowhere)).rejects.toMatchObject({
-      code: 'plugin-unreachable',
-      message: /not reachable within 300ms/,
+
+    it('gives up on a peer that never answers after the dial timeout', async () => {
+      const endpoint = await tcpServer(() => undefined);
+      const fast = new GrpcPluginProber({ dialTimeoutMs: 300 });
+      await expect(fast.connect(await open.admit(endpoint))).rejects.toMatchObject({
+        code: 'plugin-unreachable',
+        message: `dial ${endpoint}: not reachable within 300ms`,
+      });
     });
   });
 });

@@ -1,5 +1,5 @@
-import { Metadata, credentials, status } from '@grpc/grpc-js';
-import type { ServiceError } from '@grpc/grpc-js';
+import { Metadata, connectivityState, credentials, status } from '@grpc/grpc-js';
+import type { ChannelInterface, ServiceError } from '@grpc/grpc-js';
 import { classifyGrpcError, grpcStatusCode, registration } from '@slicekeeper/proto';
 import { admissionError } from './admission-error';
 import type { AdmittedEndpoint } from './endpoint-policy';
@@ -36,12 +36,18 @@ export interface PluginSession {
 
 /** Dials plugins. The registration API's tests inject a spy to prove nothing was dialled. */
 export interface PluginProber {
-  /** Dials the endpoint; throws `plugin-unreachable` when it cannot within the dial timeout. */
+  /**
+   * Dials the endpoint's checked target; throws `plugin-unreachable` with the reason when the
+   * connection fails, or when it does not succeed within the dial timeout.
+   */
   connect(endpoint: AdmittedEndpoint): Promise<PluginSession>;
 }
 
 export interface GrpcPluginProberOptions {
-  /** How long to wait for the connection, ms (kubelet: 10 s). @defaultValue 10000 */
+  /**
+   * How long to wait for a connection that is neither made nor refused, ms (kubelet: 10 s). A
+   * refused connection or a peer that is not HTTP/2 fails at once. @defaultValue 10000
+   */
   dialTimeoutMs?: number;
   /** Deadline of each call, ms (kubelet: 1 s for GetInfo). @defaultValue 1000 */
   callTimeoutMs?: number;
@@ -75,20 +81,14 @@ export class GrpcPluginProber implements PluginProber {
         'grpc.use_local_subchannel_pool': 1,
       },
     );
-    try {
-      await new Promise<void>((resolve, reject) => {
-        client.waitForReady(Date.now() + this.dialTimeoutMs, (error) => {
-          if (error === undefined) resolve();
-          else reject(error);
-        });
-      });
-    } catch (error) {
+    const outcome = await firstConnection(client.getChannel(), Date.now() + this.dialTimeoutMs);
+    if (outcome !== 'ready') {
+      const reason =
+        outcome === 'failed'
+          ? await dialFailure(client, this.callTimeoutMs)
+          : `not reachable within ${this.dialTimeoutMs}ms`;
       client.close();
-      throw admissionError(
-        'plugin-unreachable',
-        `dial ${endpoint.endpoint}: not reachable within ${this.dialTimeoutMs}ms`,
-        error,
-      );
+      throw admissionError('plugin-unreachable', `dial ${endpoint.endpoint}: ${reason}`);
     }
     return new GrpcPluginSession(client, endpoint.endpoint, this.callTimeoutMs);
   }
@@ -163,6 +163,70 @@ class GrpcPluginSession implements PluginSession {
   private callOptions() {
     return { deadline: Date.now() + this.callTimeoutMs };
   }
+}
+
+/**
+ * Waits for the channel's first connection attempt to succeed or fail. grpc-js would retry a
+ * channel in TRANSIENT_FAILURE until the deadline, but a refused connection or a peer that is
+ * not HTTP/2 will not come good within a registration request: it fails now, with its reason.
+ * Only an attempt still in progress at the deadline is a timeout.
+ */
+function firstConnection(
+  channel: ChannelInterface,
+  deadline: number,
+): Promise<'ready' | 'failed' | 'timeout'> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      // `true`: an idle channel starts connecting.
+      const state = channel.getConnectivityState(true);
+      if (state === connectivityState.READY) {
+        resolve('ready');
+      } else if (
+        state === connectivityState.TRANSIENT_FAILURE ||
+        state === connectivityState.SHUTDOWN
+      ) {
+        resolve('failed');
+      } else {
+        channel.watchConnectivityState(state, deadline, (error) => {
+          if (error === undefined) check();
+          else resolve('timeout');
+        });
+      }
+    };
+    check();
+  });
+}
+
+/**
+ * grpc-js's account of a failed connection (as of @grpc/grpc-js 1.14): `No connection
+ * established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1234. Resolution note: `, the
+ * last error of a failed HTTP/2 handshake followed by a timestamp.
+ */
+const LAST_ERROR =
+  /Last error: (?:Error: )?(.*?)(?: \(\d{4}-\d\d-\d\dT[\d:.]+Z\))?\. Resolution note:/s;
+
+/**
+ * Why the channel's connection attempt failed. grpc-js does not expose it, but a channel in
+ * TRANSIENT_FAILURE fails a call at once (UNAVAILABLE) with it in the details, so one GetInfo
+ * that cannot leave the client asks. A connect() error (`connect ECONNREFUSED …`, `connect
+ * ENOENT …`) is reported as it is; a failure after the connection was made means the peer does
+ * not speak HTTP/2.
+ */
+async function dialFailure(
+  client: registration.RegistrationClient,
+  timeoutMs: number,
+): Promise<string> {
+  const error = await new Promise<ServiceError | null>((resolve) => {
+    client.getInfo({}, new Metadata(), { deadline: Date.now() + timeoutMs }, (failure) => {
+      resolve(failure);
+    });
+  });
+  const details = error?.details ?? '';
+  const reason = LAST_ERROR.exec(details)?.[1];
+  if (reason === undefined) return details === '' ? 'the connection failed' : details;
+  return /^connect E[A-Z]+\b/.test(reason)
+    ? reason
+    : `not a gRPC server (the HTTP/2 handshake failed: ${reason})`;
 }
 
 function settle<T>(

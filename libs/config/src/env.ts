@@ -34,21 +34,28 @@ export function envInt(
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
+/** What a duration that does not parse is told. */
+export const DURATION_RULE = 'must be a duration such as 500ms, 30s, 10m or 1h';
+
+/** `250ms`, `30s`, `10m`, `1h` or a bare number of milliseconds, in ms; undefined if not one. */
+export function parseDurationMs(value: string): number | undefined {
+  const match = DURATION.exec(value.trim());
+  if (match === null) return undefined;
+  return Math.round(Number(match[1]) * (UNIT_MS[match[2] ?? 'ms'] ?? 1));
+}
+
 /** A duration such as `250ms`, `30s`, `10m`, `1h`, or a bare number of milliseconds; parsed to ms. */
 export function envDurationMs(defaultValue: string, description: string) {
   return z
     .string()
     .default(defaultValue)
     .transform((value, ctx) => {
-      const match = DURATION.exec(value.trim());
-      if (match === null) {
-        ctx.addIssue({
-          code: 'custom',
-          message: 'must be a duration such as 500ms, 30s, 10m or 1h',
-        });
+      const ms = parseDurationMs(value);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: DURATION_RULE });
         return z.NEVER;
       }
-      return Math.round(Number(match[1]) * (UNIT_MS[match[2] ?? 'ms'] ?? 1));
+      return ms;
     })
     .describe(description);
 }
@@ -75,6 +82,20 @@ export function envUrl(protocols: readonly string[], description: string, defaul
     { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
   );
   return (defaultValue === undefined ? schema : schema.default(defaultValue)).describe(description);
+}
+
+/** A comma-separated list, items trimmed, blanks dropped. */
+export function envList(defaultValue: string, description: string) {
+  return z
+    .string()
+    .default(defaultValue)
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    )
+    .describe(description);
 }
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

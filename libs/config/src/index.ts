@@ -1,3 +1,15 @@
 export { ConfigError, parseConfig } from './parse-config';
 export type { Environment } from './parse-config';
-export { envBoolean, envDurationMs, envInt, envLogLevel, envPort, envUrl, logLevels } from './env';
+export {
+  DURATION_RULE,
+  envBoolean,
+  envDurationMs,
+  envInt,
+  envList,
+  envLogLevel,
+  envPort,
+  envUrl,
+  logLevels,
+  parseDurationMs,
+} from './env';
+export { endpointPolicyEnv } from './endpoint-policy-env';

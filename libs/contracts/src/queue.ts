@@ -24,7 +24,15 @@ export type MaintenanceJob = (typeof maintenanceJobs)[number];
 export const SYNC_JOB_NAME = 'sync';
 
 /** Why a sync was asked for. Informational only: every sync reads the key's latest state. */
-export const syncReasons = ['snapshot', 'removed', 'stream-lost', 'resync', 'janitor'] as const;
+export const syncReasons = [
+  'snapshot',
+  /** A plugin (re-)registered: publish at once, even when its inventory is unchanged. */
+  'registered',
+  'removed',
+  'stream-lost',
+  'resync',
+  'janitor',
+] as const;
 export type SyncReason = (typeof syncReasons)[number];
 
 /**
@@ -33,7 +41,12 @@ export type SyncReason = (typeof syncReasons)[number];
  * means a write.
  */
 export function bringsNews(reason: SyncReason): boolean {
-  return reason === 'snapshot' || reason === 'removed' || reason === 'stream-lost';
+  return (
+    reason === 'snapshot' ||
+    reason === 'registered' ||
+    reason === 'removed' ||
+    reason === 'stream-lost'
+  );
 }
 
 /**

@@ -31,12 +31,22 @@ export interface RedisKeys {
   syncedSlices(key: SliceKey): string;
   /** Hash: endpoint → registration (JSON), for every endpoint registered for the key. */
   registrations(key: SliceKey): string;
+  /**
+   * String: the key's removal (JSON, `Removal`), written when its last registration goes and
+   * deleted when it registers again. While it exists no watcher may store or restore anything
+   * for the key; its slices are withdrawn once its `withdrawAt` has passed.
+   */
+  removal(key: SliceKey): string;
   /** String: the plugin-watcher replica (id) that owns the key's stream, with an expiry (shared mode). */
   watcherLease(key: SliceKey): string;
   /** Sorted set (all scores 0, ordered by key id): key ids with at least one registration. */
   readonly registrationIndex: string;
-  /** Sorted set: key ids whose last registration was removed, scored by removal time (ms). */
-  readonly tombstones: string;
+  /**
+   * String: a random id written once into an empty Redis (SET NX). A watcher that finds another
+   * id, or none, after a reconnect knows Redis lost its data and restores what its live streams
+   * know.
+   */
+  readonly dataset: string;
   /** Stream: registration changes (added, removed) for watchers to follow. */
   readonly registrationEvents: string;
   /** String: counter behind `Registration.sequence`. */
@@ -67,9 +77,10 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     syncEpoch: (key) => tagged(key, 'sync-epoch'),
     syncedSlices: (key) => tagged(key, 'synced-slices'),
     registrations: (key) => tagged(key, 'registrations'),
+    removal: (key) => tagged(key, 'removal'),
     watcherLease: (key) => tagged(key, 'watcher-lease'),
     registrationIndex: `${prefix}:registration-index`,
-    tombstones: `${prefix}:tombstones`,
+    dataset: `${prefix}:dataset`,
     registrationEvents: `${prefix}:registration-events`,
     registrationSequence: `${prefix}:registration-sequence`,
     knownKeys: `${prefix}:known-keys`,

@@ -43,3 +43,19 @@ export const registrationEventSchema = z
   })
   .strict();
 export type RegistrationEvent = z.infer<typeof registrationEventSchema>;
+
+/**
+ * A key whose last registration was removed (`RedisKeys.removal`). Its slices stay until
+ * `withdrawAt`, so that a driver that deregisters on SIGTERM and registers again (a restart, a
+ * DaemonSet update) keeps its devices published, as kubelet's wipe delay does; a key that does not
+ * register again by then has its slices withdrawn, and is never published again until it does.
+ */
+export const removalSchema = z
+  .object({
+    /** When the last registration was removed, ms since the epoch. */
+    removedAt: z.number().int().nonnegative(),
+    /** When its slices are withdrawn unless it registers again, ms since the epoch. */
+    withdrawAt: z.number().int().nonnegative(),
+  })
+  .strict();
+export type Removal = z.infer<typeof removalSchema>;

@@ -37,8 +37,18 @@ export const syncOutcomes = [
   'synced',
   /** The key has no registration or no inventory: its slices were deleted. */
   'withdrawn',
+  /**
+   * The plugin was removed: its slices stay until its removal grace ends (a restarting driver
+   * registers again in time), then they are withdrawn.
+   */
+  'removing',
   /** The driver's inventory breaks a Kubernetes rule: nothing written until it sends a new one. */
   'invalid',
+  /**
+   * A Redis record of the key cannot be read (not JSON, or not of its schema): nothing written,
+   * not retried until the record is written anew. Not `invalid`, which is the driver's fault.
+   */
+  'corrupt',
   /** The node does not exist (any more): parked, retried slowly. */
   'node-missing',
   /** The API server refused for good (403, 422): not retried until something changes. */

@@ -7,3 +7,4 @@ export {
   withContext,
 } from './errors';
 export type { ErrorKind, SlicekeeperErrorOptions, TransientErrorOptions } from './errors';
+export { MAX_LISTED_PROBLEMS, MAX_PROBLEM_LENGTH, listProblems } from './list-problems';

@@ -163,6 +163,8 @@ export class LocalStack {
     });
     const watcher = this.spawnApp('plugin-watcher', 'plugin-watcher', {
       ...shared,
+      // The watcher checks every dial with the API's endpoint policy.
+      PLUGIN_SOCKET_DIRS: socketDir,
       WATCHER_MODE: 'shared',
       REPLICA_ID: 'plugin-watcher-1',
       PROBE_HOST: '127.0.0.1',

@@ -13,7 +13,7 @@ const HOSTNAME =
  * Parses an endpoint string: `unix:///absolute/path.sock` or `host:port` (`[v6]:port` for IPv6).
  * Returns why it is invalid as a string, so that callers can name the field. A unix path must be
  * absolute and normalized (no `..`, no `//`), so that an allowlist of directories can be checked
- * on the string itself.
+ * on the string itself; symlinks are for the endpoint policy, which follows them before a dial.
  */
 export function parseEndpoint(endpoint: string): PluginEndpoint | string {
   if (endpoint.startsWith('unix://')) {

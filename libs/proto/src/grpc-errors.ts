@@ -46,3 +46,41 @@ export function classifyGrpcError(error: unknown, context: string): SlicekeeperE
   }
   return new TerminalError(message, { code: name, cause: error });
 }
+
+/**
+ * What grpc-js reports (status and details, as of @grpc/grpc-js 1.14) when the client itself
+ * refuses a message the server sent: over `grpc.max_receive_message_length` (subchannel-call's
+ * stream decoder, or the decompression filter), or not decodable by the response deserializer
+ * (client-interceptors). grpc-js ends the call with these.
+ */
+const TOO_LARGE = /^Received message larger than max \((\d+) vs\.? (\d+)\)$/;
+const TOO_LARGE_DECOMPRESSED = /^Received message that decompresses to a size larger than (\d+)$/;
+const UNDECODABLE = 'Response message parsing error: ';
+
+/**
+ * The problem with the message, when `error` is grpc-js refusing a message the plugin sent
+ * rather than a failure of the call: `message of N bytes exceeds the limit of M bytes`, or
+ * `message does not decode: …`. Undefined for every other error. The plugin answered, so this
+ * is its bug, not an outage.
+ */
+export function rejectedMessageProblem(error: unknown): string | undefined {
+  const code = grpcStatusCode(error);
+  if (code !== status.RESOURCE_EXHAUSTED && code !== status.INTERNAL) return undefined;
+  const details =
+    typeof error === 'object' && error !== null && 'details' in error ? error.details : undefined;
+  if (typeof details !== 'string') return undefined;
+  if (code === status.INTERNAL) {
+    return details.startsWith(UNDECODABLE)
+      ? `message does not decode: ${details.slice(UNDECODABLE.length)}`
+      : undefined;
+  }
+  const tooLarge = TOO_LARGE.exec(details);
+  if (tooLarge !== null) {
+    return `message of ${tooLarge[1] ?? '?'} bytes exceeds the limit of ${tooLarge[2] ?? '?'} bytes`;
+  }
+  const decompressed = TOO_LARGE_DECOMPRESSED.exec(details);
+  if (decompressed !== null) {
+    return `message exceeds the limit of ${decompressed[1] ?? '?'} bytes once decompressed`;
+  }
+  return undefined;
+}

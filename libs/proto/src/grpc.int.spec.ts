@@ -18,7 +18,7 @@ function gpu(index: number, memory: string): publisher.Device {
     name: `gpu-${index}`,
     attributes: {
       model: { value: { $case: 'stringValue', value: 'A100' } },
-      index: { value: { $case: 'intValue', value: index } },
+      index: { value: { $case: 'intValue', value: BigInt(index) } },
       'gpu.example.com/driverVersion': { value: { $case: 'versionValue', value: '550.54.15' } },
     },
     capacity: { memory: { value: memory } },

@@ -5,8 +5,8 @@
  */
 export * as registration from './generated/pluginregistration/v1/api';
 export * as publisher from './generated/slicekeeper/v1/resources';
-export { fromDriverInventory, toDriverInventory } from './inventory-mapper';
-export type { ToInventoryOptions } from './inventory-mapper';
+export { fromDriverInventory, mapDriverResources, toDriverInventory } from './inventory-mapper';
+export type { InventoryMapping, ToInventoryOptions } from './inventory-mapper';
 export { grpcTarget, parseEndpoint } from './endpoint';
 export type { PluginEndpoint } from './endpoint';
-export { classifyGrpcError, grpcStatusCode } from './grpc-errors';
+export { classifyGrpcError, grpcStatusCode, rejectedMessageProblem } from './grpc-errors';

@@ -9,6 +9,7 @@ import type {
   Pool,
   PoolScope,
 } from '@slicekeeper/contracts';
+import { TerminalError, listProblems } from '@slicekeeper/errors';
 import type * as wire from './generated/slicekeeper/v1/resources';
 
 export interface ToInventoryOptions {
@@ -17,36 +18,80 @@ export interface ToInventoryOptions {
 }
 
 /**
- * Maps a `DriverResources` message to the domain inventory. Structure only: a value that breaks a
- * Kubernetes rule (an attribute without a value, a bad name) is carried over as it is, so that
- * the validator can name the field and the rule.
+ * What {@link mapDriverResources} made of a message: the inventory, or why slicekeeper cannot
+ * use it at all (`problem` names every field and rule, bounded by `listProblems`).
+ */
+export type InventoryMapping =
+  | { kind: 'inventory'; inventory: DriverInventory }
+  | { kind: 'rejected'; problem: string };
+
+/** Largest int64 magnitude a JavaScript number (the domain model's integers) holds exactly. */
+const MAX_EXACT_INTEGER = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Maps a decoded `DriverResources` message to the domain inventory, and never throws.
+ *
+ * Structure only: a value that breaks a Kubernetes rule (an attribute without a value, a bad
+ * name, a negative generation) is carried over as it is, so that the validator can name the
+ * field and the rule. What the domain model cannot hold is rejected here instead, as silently
+ * changing it would publish something the driver did not say: an int64 (attribute or pool
+ * generation) beyond ±(2^53−1), which a JavaScript number does not hold exactly, and a taint
+ * time beyond the range of a JavaScript date.
+ */
+export function mapDriverResources(
+  message: wire.DriverResources,
+  { nodeName }: ToInventoryOptions,
+): InventoryMapping {
+  const problems: string[] = [];
+  const pools = message.pools.map((pool, i): Pool => {
+    const path = `pools[${i}]`;
+    const mapped: Pool = {
+      name: pool.name === '' ? nodeName : pool.name,
+      scope: toScope(pool.nodeScope),
+      devices: toDevices(pool.devices, `${path}.devices`, problems),
+    };
+    if (pool.generation !== undefined) {
+      mapped.generation = toExactNumber(pool.generation, () => `${path}.generation`, problems);
+    }
+    if (pool.slices.length > 0) {
+      mapped.slices = pool.slices.map((slice, j) => {
+        const devices = toDevices(slice.devices, `${path}.slices[${j}].devices`, problems);
+        return slice.sharedCounters.length > 0
+          ? { devices, sharedCounters: slice.sharedCounters.map(toCounterSet) }
+          : { devices };
+      });
+    }
+    if (pool.sharedCounters.length > 0) {
+      mapped.sharedCounters = pool.sharedCounters.map(toCounterSet);
+    }
+    return mapped;
+  });
+  if (problems.length > 0) return { kind: 'rejected', problem: listProblems(problems) };
+  return { kind: 'inventory', inventory: { pools } };
+}
+
+/**
+ * {@link mapDriverResources} for a message the caller built itself (tests, benchmarks, round
+ * trips of a domain inventory), where a rejection is a bug.
+ * @throws {TerminalError} (code `rejected`) with the problem, for a message that is rejected.
  */
 export function toDriverInventory(
   message: wire.DriverResources,
-  { nodeName }: ToInventoryOptions,
+  options: ToInventoryOptions,
 ): DriverInventory {
-  return {
-    pools: message.pools.map((pool): Pool => {
-      const mapped: Pool = {
-        name: pool.name === '' ? nodeName : pool.name,
-        scope: toScope(pool.nodeScope),
-        devices: pool.devices.map(toDevice),
-      };
-      if (pool.generation !== undefined) mapped.generation = pool.generation;
-      if (pool.slices.length > 0) {
-        mapped.slices = pool.slices.map((slice) => {
-          const devices = slice.devices.map(toDevice);
-          return slice.sharedCounters.length > 0
-            ? { devices, sharedCounters: slice.sharedCounters.map(toCounterSet) }
-            : { devices };
-        });
-      }
-      if (pool.sharedCounters.length > 0) {
-        mapped.sharedCounters = pool.sharedCounters.map(toCounterSet);
-      }
-      return mapped;
-    }),
-  };
+  const mapping = mapDriverResources(message, options);
+  if (mapping.kind === 'rejected') throw new TerminalError(mapping.problem, { code: 'rejected' });
+  return mapping.inventory;
+}
+
+/** The int64 as a number, or 0 after recording why it cannot be one exactly. */
+function toExactNumber(value: bigint, path: () => string, problems: string[]): number {
+  if (value >= -MAX_EXACT_INTEGER && value <= MAX_EXACT_INTEGER) return Number(value);
+  problems.push(
+    `${path()}: ${value} is outside the range slicekeeper can publish exactly ` +
+      `(±${Number.MAX_SAFE_INTEGER})`,
+  );
+  return 0;
 }
 
 function toScope(scope: wire.Pool['nodeScope']): PoolScope {
@@ -73,28 +118,46 @@ function toRequirement(requirement: wire.NodeSelectorRequirement) {
   return values.length > 0 ? { key, operator, values } : { key, operator };
 }
 
-function toDevice(device: wire.Device): Device {
+/** `path` is that of the list; a device's own path is built only when it has a problem. */
+function toDevices(devices: wire.Device[], path: string, problems: string[]): Device[] {
+  return devices.map((device, k) => toDevice(device, () => `${path}[${k}]`, problems));
+}
+
+function toDevice(device: wire.Device, path: () => string, problems: string[]): Device {
   const mapped: Device = { name: device.name };
   const attributes = Object.entries(device.attributes);
   if (attributes.length > 0) {
-    mapped.attributes = Object.fromEntries(attributes.map(([name, a]) => [name, toAttribute(a)]));
+    mapped.attributes = Object.fromEntries(
+      attributes.map(([name, a]) => [
+        name,
+        toAttribute(a, () => `${path()}.attributes[${name}]`, problems),
+      ]),
+    );
   }
   const capacity = Object.entries(device.capacity);
   if (capacity.length > 0) {
     mapped.capacity = Object.fromEntries(capacity.map(([name, c]) => [name, { value: c.value }]));
   }
-  if (device.taints.length > 0) mapped.taints = device.taints.map(toTaint);
+  if (device.taints.length > 0) {
+    mapped.taints = device.taints.map((taint, t) =>
+      toTaint(taint, () => `${path()}.taints[${t}]`, problems),
+    );
+  }
   if (device.consumesCounters.length > 0) {
     mapped.consumesCounters = device.consumesCounters.map(toConsumption);
   }
   return mapped;
 }
 
-function toAttribute(attribute: wire.DeviceAttribute): DeviceAttribute {
+function toAttribute(
+  attribute: wire.DeviceAttribute,
+  path: () => string,
+  problems: string[],
+): DeviceAttribute {
   const value = attribute.value;
   switch (value?.$case) {
     case 'intValue':
-      return { int: value.value };
+      return { int: toExactNumber(value.value, () => `${path()}.int`, problems) };
     case 'boolValue':
       return { bool: value.value };
     case 'stringValue':
@@ -106,10 +169,20 @@ function toAttribute(attribute: wire.DeviceAttribute): DeviceAttribute {
   }
 }
 
-function toTaint(taint: wire.DeviceTaint): DeviceTaint {
+function toTaint(taint: wire.DeviceTaint, path: () => string, problems: string[]): DeviceTaint {
   const mapped: DeviceTaint = { key: taint.key, effect: taint.effect };
   if (taint.value !== '') mapped.value = taint.value;
-  if (taint.timeAdded !== undefined) mapped.timeAdded = taint.timeAdded.toISOString();
+  if (taint.timeAdded !== undefined) {
+    // The decoder turns seconds beyond ±8.64e12 into an invalid Date, which has no ISO form.
+    if (Number.isNaN(taint.timeAdded.getTime())) {
+      problems.push(
+        `${path()}.timeAdded: is outside the range of a timestamp ` +
+          '(0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z)',
+      );
+    } else {
+      mapped.timeAdded = taint.timeAdded.toISOString();
+    }
+  }
   return mapped;
 }
 
@@ -129,12 +202,14 @@ function toCounters(counters: Record<string, wire.Counter>): Record<string, { va
  * Maps a domain inventory back to a `DriverResources` message: what a driver written against the
  * domain model (the example driver) sends. `toDriverInventory(fromDriverInventory(x))` is `x`
  * for pools with non-empty names.
+ * @throws {RangeError} for a generation or int attribute that is not an integer (the domain
+ * schemas allow none).
  */
 export function fromDriverInventory(inventory: DriverInventory): wire.DriverResources {
   return {
     pools: inventory.pools.map((pool) => ({
       name: pool.name,
-      generation: pool.generation,
+      generation: pool.generation === undefined ? undefined : BigInt(pool.generation),
       nodeScope: fromScope(pool.scope),
       devices: pool.devices.map(fromDevice),
       slices: (pool.slices ?? []).map((slice) => ({
@@ -192,7 +267,9 @@ function fromDevice(device: Device): wire.Device {
 }
 
 function fromAttribute(attribute: DeviceAttribute): wire.DeviceAttribute {
-  if (attribute.int !== undefined) return { value: { $case: 'intValue', value: attribute.int } };
+  if (attribute.int !== undefined) {
+    return { value: { $case: 'intValue', value: BigInt(attribute.int) } };
+  }
   if (attribute.bool !== undefined) return { value: { $case: 'boolValue', value: attribute.bool } };
   if (attribute.string !== undefined) {
     return { value: { $case: 'stringValue', value: attribute.string } };

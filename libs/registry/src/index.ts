@@ -1,4 +1,4 @@
-export { RegistrationStore } from './registration-store';
+export { RegistrationRefusedError, RegistrationStore, parseRemoval } from './registration-store';
 export type {
   AddRegistration,
   FollowResult,
@@ -6,6 +6,7 @@ export type {
   PositionedEvent,
   RegistrationPage,
   RegistrationStoreOptions,
+  RemoveOptions,
 } from './registration-store';
 export { KeyStatusReader, snapshotSummarySchema } from './key-status-reader';
 export type { KeyStatus, KeyStatusReaderOptions, SnapshotSummary } from './key-status-reader';

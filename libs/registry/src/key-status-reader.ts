@@ -23,6 +23,8 @@ export const snapshotSummarySchema = z
     ),
     /** Devices in all pools. */
     devices: z.number().int().nonnegative(),
+    /** Why the driver's latest message was not taken (its pools are then empty). */
+    rejected: z.string().optional(),
   })
   .strict();
 export type SnapshotSummary = z.infer<typeof snapshotSummarySchema>;
@@ -64,7 +66,7 @@ export class KeyStatusReader {
     if (stream != null) status.stream = parse(names[0], stream, streamStateSchema);
     if (snapshot != null) {
       const parsed = parse(names[1], snapshot, inventorySnapshotSchema);
-      const pools = parsed.inventory.pools.map((pool) => ({
+      const pools = (parsed.inventory?.pools ?? []).map((pool) => ({
         name: pool.name,
         devices:
           pool.devices.length +
@@ -76,6 +78,7 @@ export class KeyStatusReader {
         endpoint: parsed.endpoint,
         pools,
         devices: pools.reduce((sum, pool) => sum + pool.devices, 0),
+        ...(parsed.rejected === undefined ? {} : { rejected: parsed.rejected }),
       };
     }
     if (sync != null) status.sync = parse(names[2], sync, syncStatusSchema);

@@ -55,19 +55,83 @@ describe('RegistrationStore', () => {
     expect(registrations[0]?.registeredAt).toBe('2026-11-21T12:00:02.000Z');
   });
 
-  it('leaves a tombstone when the last endpoint goes', async () => {
+  it('records a removal when the last endpoint goes, and ends it on registering again', async () => {
     await store.add({ ...gpuA, endpoint: 'a:1', version: 'v1.ResourcePublisher' });
     await store.add({ ...gpuA, endpoint: 'a:2', version: 'v1.ResourcePublisher' });
-    expect((await store.remove(gpuA, 'a:1')).map((r) => r.endpoint)).toEqual(['a:1']);
-    expect(await store.tombstones(new Date(clock))).toEqual([]);
-    expect(await store.remove(gpuA, 'a:9')).toEqual([]);
-    expect((await store.remove(gpuA)).map((r) => r.endpoint)).toEqual(['a:2']);
-    expect(await store.tombstones(new Date(clock))).toEqual([
-      { key: gpuA, removedAt: new Date(clock) },
-    ]);
+    expect((await store.remove(gpuA, { endpoint: 'a:1' })).map((r) => r.endpoint)).toEqual(['a:1']);
+    expect(await store.removal(gpuA)).toBeUndefined();
+    expect(await store.remove(gpuA, { endpoint: 'a:9' })).toEqual([]);
+    expect((await store.remove(gpuA, { graceMs: 30_000 })).map((r) => r.endpoint)).toEqual(['a:2']);
+    expect(await store.removal(gpuA)).toEqual({ removedAt: clock, withdrawAt: clock + 30_000 });
     expect(await store.all()).toEqual([]);
     await store.add({ ...gpuA, endpoint: 'a:1', version: 'v1.ResourcePublisher' });
-    expect(await store.tombstones(new Date(clock))).toEqual([]);
+    expect(await store.removal(gpuA)).toBeUndefined();
+    expect((await store.all()).map((r) => r.endpoint)).toEqual(['a:1']);
+  });
+
+  it('never lets concurrent registrations overshoot the endpoint or driver limits', async () => {
+    const limited = new RegistrationStore({
+      redis,
+      prefix: uniquePrefix('limits'),
+      maxEndpointsPerKey: 2,
+      maxDriversPerNode: 3,
+    });
+    const endpoints = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        limited.add({ ...gpuA, endpoint: `a:${i}`, version: 'v1.ResourcePublisher' }),
+      ),
+    );
+    expect(endpoints.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+    expect(endpoints.find((r) => r.status === 'rejected')?.reason).toMatchObject({
+      code: 'too-many-endpoints',
+      message: expect.stringMatching(/already has 2 endpoints \(at most 2\)/) as unknown,
+    });
+    expect(await limited.get(gpuA)).toHaveLength(2);
+
+    const drivers = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        limited.add({
+          node: 'node-b',
+          driver: `d${i}.example.com`,
+          endpoint: `b:${i}`,
+          version: 'v1.ResourcePublisher',
+        }),
+      ),
+    );
+    expect(drivers.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    expect(drivers.find((r) => r.status === 'rejected')?.reason).toMatchObject({
+      code: 'too-many-drivers',
+      message: expect.stringMatching(/node node-b already has 3 drivers/) as unknown,
+    });
+    expect((await limited.list({ node: 'node-b' })).items).toHaveLength(3);
+    // Another node has room of its own; a removed driver frees its place.
+    await limited.add({ ...gpuA, endpoint: 'a:0', version: 'v1.ResourcePublisher' });
+    const [first] = (await limited.list({ node: 'node-b' })).items;
+    await limited.remove({ node: 'node-b', driver: first?.driver ?? '' });
+    await limited.add({
+      node: 'node-b',
+      driver: 'late.example.com',
+      endpoint: 'b:late',
+      version: 'v1.ResourcePublisher',
+    });
+  });
+
+  it('keeps the index right when a removal and a registration of a key interleave', async () => {
+    for (let round = 0; round < 20; round++) {
+      await store.add({ ...gpuA, endpoint: 'a:1', version: 'v1.ResourcePublisher' });
+      await Promise.all([
+        store.remove(gpuA),
+        store.add({ ...gpuA, endpoint: 'a:2', version: 'v1.ResourcePublisher' }),
+      ]);
+      const registered = (await store.get(gpuA)).length > 0;
+      expect((await store.all()).length > 0).toBe(registered);
+      await store.remove(gpuA);
+    }
+  });
+
+  it('tells a data set it did not write from the one it knows', async () => {
+    const first = await store.datasetId('one');
+    expect(await store.datasetId('two')).toBe(first);
   });
 
   it('lists by node, by driver and in pages', async () => {
@@ -114,7 +178,12 @@ describe('RegistrationStore', () => {
     const idle = await store.follow(followed.last, 50);
     expect(idle).toEqual({ kind: 'events', events: [], last: followed.last });
 
-    const small = new RegistrationStore({ redis, prefix: uniquePrefix('trim'), eventHistory: 1 });
+    const small = new RegistrationStore({
+      redis,
+      prefix: uniquePrefix('trim'),
+      eventHistory: 1,
+      maxEndpointsPerKey: 1000,
+    });
     const start = await small.eventPosition();
     await small.add({ ...gpuA, endpoint: 'a:1', version: 'v1.ResourcePublisher' });
     const seen = await small.eventPosition();

@@ -1,6 +1,8 @@
 import { isTerminal, TerminalError } from '@slicekeeper/errors';
 import { formatFieldError, InvalidDriverResourcesError, toTerminalError } from './field-error';
 import type { FieldError } from './field-error';
+import { planSync } from './plan-sync';
+import { gpu, planInput, pool } from './testing/fixtures';
 
 describe('formatFieldError', () => {
   const cases: [name: string, error: FieldError, text: string][] = [
@@ -77,5 +79,26 @@ describe('toTerminalError', () => {
 
   it('is undefined when nothing is wrong', () => {
     expect(toTerminalError([])).toBeUndefined();
+  });
+
+  it('bounds its message while keeping every problem', () => {
+    // The message is stored in the key's status, returned by the API and logged.
+    const devices = Array.from({ length: 10_000 }, (_, i) => gpu(i, { name: `GPU_${i}` }));
+    let thrown: unknown;
+    try {
+      planSync(planInput({ pools: [pool({ devices })] }));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidDriverResourcesError);
+    const error = thrown as InvalidDriverResourcesError;
+    expect(error.fieldErrors).toHaveLength(10_000);
+    expect(error.message.length).toBeLessThan(8 * 1024);
+    expect(error.message).toMatch(
+      /^invalid driver resources: pools\[0\]\.devices\[0\]\.name: Invalid value: "GPU_0": /,
+    );
+    expect(error.message).toContain('pools[0].devices[19].name: Invalid value: "GPU_19"');
+    expect(error.message).not.toContain('devices[20]');
+    expect(error.message).toMatch(/; … and 9980 more$/);
   });
 });

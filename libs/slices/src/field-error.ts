@@ -1,4 +1,4 @@
-import { TerminalError } from '@slicekeeper/errors';
+import { TerminalError, listProblems } from '@slicekeeper/errors';
 
 /**
  * Validation problems in the shape of the API server's `field.Error`
@@ -77,12 +77,16 @@ export function invalid(path: string, value: unknown, message: string): FieldErr
   return { path, type: 'Invalid value', value, message };
 }
 
-/** A terminal error for invalid driver data, with every problem kept for status reporting. */
+/**
+ * A terminal error for invalid driver data. Its message lists the first problems only (see
+ * `listProblems`), as it is stored in the key's status, returned by the API and logged;
+ * `fieldErrors` keeps every one.
+ */
 export class InvalidDriverResourcesError extends TerminalError {
   readonly fieldErrors: readonly FieldError[];
 
   constructor(fieldErrors: readonly FieldError[], context = 'invalid driver resources') {
-    super(`${context}: ${fieldErrors.map(formatFieldError).join('; ')}`, { code: 'invalid' });
+    super(`${context}: ${listProblems(fieldErrors.map(formatFieldError))}`, { code: 'invalid' });
     this.fieldErrors = fieldErrors;
   }
 }

@@ -23,6 +23,19 @@ export class NodeMissingError extends TransientError {
 }
 
 /**
+ * A removed key's grace has not ended: its slices stay, and the key is looked at again exactly
+ * when the grace ends (not with backoff: the time is known).
+ */
+export class RemovalPendingError extends TransientError {
+  constructor(id: string, remainingMs: number) {
+    super(
+      `plugin ${id} was removed; its slices are withdrawn in ${Math.ceil(remainingMs / 1000)}s unless it registers again`,
+      { code: 'removal-pending', retryAfterMs: remainingMs },
+    );
+  }
+}
+
+/**
  * The delay before retry number `attempt` (1 for the first retry): exponential backoff with
  * full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): uniformly random in
  * [0, min(cap, base·2^(attempt-1))], so that many keys failing together do not retry together.
@@ -37,6 +50,7 @@ export function retryDelayMs(
   if (error instanceof NodeMissingError) {
     return Math.round(policy.nodeMissingMs * (0.5 + random()));
   }
+  if (error instanceof RemovalPendingError) return error.retryAfterMs ?? 0;
   const exponent = Math.min(Math.max(attempt, 1) - 1, 40);
   const bound = Math.min(policy.capMs, policy.baseMs * 2 ** exponent);
   const jittered = Math.round(random() * bound);

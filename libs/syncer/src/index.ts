@@ -1,4 +1,9 @@
-export { NodeMissingError, defaultBackoffPolicy, retryDelayMs } from './backoff';
+export {
+  NodeMissingError,
+  RemovalPendingError,
+  defaultBackoffPolicy,
+  retryDelayMs,
+} from './backoff';
 export type { BackoffPolicy } from './backoff';
 export { KeyGuard } from './key-guard';
 export type { HeldGuard } from './key-guard';

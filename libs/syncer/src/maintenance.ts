@@ -10,6 +10,7 @@ import {
   parseKeyId,
   queuePrefix,
   redisKeys,
+  streamStateSchema,
 } from '@slicekeeper/contracts';
 import type { MaintenanceJob, RedisKeys, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -19,7 +20,7 @@ import type { SliceApi } from './slice-api';
 export interface MaintenanceOptions {
   /** A dedicated connection for the maintenance worker. */
   connection: Redis;
-  /** For reading registrations, tombstones and orphans. */
+  /** For reading registrations, removals, stream states and orphans. */
   redis: Redis;
   prefix?: string;
   api: SliceApi;
@@ -34,6 +35,12 @@ export interface MaintenanceOptions {
    * to re-register after Redis lost its data. @defaultValue 600000
    */
   orphanGraceMs?: number;
+  /**
+   * The largest share of the managed keys whose orphaned slices one janitor run withdraws (at
+   * least one key): many orphans at once mean Redis lost its data rather than that many drivers
+   * went away, and the watchers are restoring it. @defaultValue 0.1
+   */
+  orphanShare?: number;
   registry?: Registry;
   /** Injected for tests. */
   now?: () => number;
@@ -155,9 +162,11 @@ export class Maintenance {
   }
 
   /**
-   * Finds managed slices whose key is not registered: a removed key (tombstone) is synced at
-   * once, which withdraws its slices; a key slicekeeper has no record of is remembered as an
-   * orphan and synced only once it has been an orphan for the grace period.
+   * Finds managed slices whose key is not registered. A removed key is synced at once (the sync
+   * withdraws its slices once the removal's grace ends). A key whose driver still streams (its
+   * registration was lost with Redis' data; its watcher restores it) is left alone. Any other key
+   * is an orphan, withdrawn once it has been one for the grace period, and at most `orphanShare`
+   * of the managed keys per run.
    */
   async janitor(): Promise<{ removed: number; orphans: number }> {
     const { redis, api, syncQueue } = this.options;
@@ -173,43 +182,60 @@ export class Maintenance {
     this.publishedSlices?.set(slices);
     const now = this.now();
     const grace = this.options.orphanGraceMs ?? 600_000;
+    const budget = Math.max(1, Math.floor(keys.size * (this.options.orphanShare ?? 0.1)));
     let removed = 0;
     let orphans = 0;
+    let heldBack = 0;
     for (const [id, key] of keys) {
-      const [registrations, snapshot] = await Promise.all([
+      const [registrations, removal, stream] = await Promise.all([
         redis.hlen(this.keys.registrations(key)),
-        redis.exists(this.keys.snapshot(key)),
+        redis.exists(this.keys.removal(key)),
+        redis.get(this.keys.streamState(key)),
       ]);
-      if (registrations > 0) {
+      if (registrations > 0 || streams(stream)) {
         await redis.zrem(this.keys.orphans, id);
         continue;
       }
-      if ((await redis.zscore(this.keys.tombstones, id)) !== null) {
+      if (removal > 0) {
         await syncQueue.enqueue(key, 'janitor');
         removed++;
         continue;
       }
-      if (snapshot > 0) {
-        // A watcher still streams it (its registration was lost with Redis' data): not an orphan.
-        await redis.zrem(this.keys.orphans, id);
-        continue;
-      }
       await redis.zadd(this.keys.orphans, 'NX', now, id);
       const since = Number(await redis.zscore(this.keys.orphans, id));
-      if (now - since >= grace) {
-        await syncQueue.enqueue(key, 'janitor');
-        orphans++;
+      if (now - since < grace) continue;
+      if (orphans >= budget) {
+        heldBack++;
+        continue;
       }
+      await syncQueue.enqueue(key, 'janitor');
+      orphans++;
     }
-    // Tombstones and orphans whose slices are all gone have nothing left to do.
-    for (const id of await redis.zrange(this.keys.tombstones, 0, -1)) {
-      if (!keys.has(id)) await redis.zrem(this.keys.tombstones, id);
-    }
+    // Orphans whose slices are all gone have nothing left to do.
     for (const id of await redis.zrange(this.keys.orphans, 0, -1)) {
       if (!keys.has(id)) await redis.zrem(this.keys.orphans, id);
+    }
+    if (heldBack > 0) {
+      this.options.logger.warn(
+        { orphans, heldBack, budget },
+        'many orphaned keys at once, withdrawing a share per run',
+      );
     }
     if (removed + orphans > 0)
       this.options.logger.info({ removed, orphans }, 'janitor enqueued withdrawals');
     return { removed, orphans };
+  }
+}
+
+/**
+ * Whether a stream state record says the key's driver streams. An unreadable record says no:
+ * the orphan grace still protects the key.
+ */
+function streams(record: string | null): boolean {
+  if (record === null) return false;
+  try {
+    return streamStateSchema.safeParse(JSON.parse(record)).data?.state === 'streaming';
+  } catch {
+    return false;
   }
 }

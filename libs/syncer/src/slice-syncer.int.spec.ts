@@ -52,7 +52,7 @@ class Harness {
   readonly syncer: SliceSyncer;
   readonly api: KubeSliceClient;
   private readonly workerConnection: Redis;
-  private generation = 0;
+  generation = 0;
 
   constructor(
     redisUrl: string,
@@ -256,7 +256,56 @@ describe('slice-syncer', () => {
     await waitFor(async () => (await harness.status(gpuA))?.outcome === 'withdrawn', {
       description: 'withdrawn status',
     });
-    expect(await harness.registrations.tombstones(new Date(Date.now() + 1000))).toEqual([]);
+    // Its snapshot went with its slices: a registration publishes from a fresh stream.
+    expect(await harness.redis.exists(harness.keys.snapshot(gpuA))).toBe(0);
+  });
+
+  it('never publishes a removed plugin again, whatever arrives late, until it registers again', async () => {
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(4)] }));
+    await harness.registrations.remove(gpuA);
+    await harness.queue.enqueue(gpuA, 'removed');
+    await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+      description: 'slices withdrawn',
+    });
+    // A snapshot written late (a watcher that had not yet seen the removal) and its sync, and
+    // the periodic resync: none of them brings the slices back.
+    const { keys } = harness;
+    await harness.redis.set(
+      keys.snapshot(gpuA),
+      JSON.stringify({
+        generation: 99,
+        receivedAt: new Date().toISOString(),
+        endpoint: 'unix:///run/driver.sock',
+        inventory: { pools: [gpus(4)] },
+      }),
+    );
+    await harness.queue.enqueue(gpuA, 'snapshot');
+    await harness.queue.enqueue(gpuA, 'resync');
+    await harness.settled(gpuA, 0, 'withdrawn');
+    expect(await slicesOf(kube, gpuA)).toEqual([]);
+
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(4)] }));
+    expect(await slicesOf(kube, gpuA)).toHaveLength(1);
+  });
+
+  it("keeps a removed plugin's slices through its grace, without a write when it registers again", async () => {
+    await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(4)] }));
+    const before = writes(kube);
+    await harness.registrations.remove(gpuA, { graceMs: 60_000 });
+    await harness.queue.enqueue(gpuA, 'removed');
+    await waitFor(async () => (await harness.status(gpuA))?.outcome === 'removing', {
+      description: 'removal pending',
+    });
+    expect((await harness.status(gpuA))?.error).toMatch(/withdrawn in 60s unless it registers/);
+    await harness.registrations.add({
+      ...gpuA,
+      endpoint: 'unix:///run/driver.sock',
+      version: 'v1.ResourcePublisher',
+    });
+    await harness.queue.enqueue(gpuA, 'registered');
+    const status = await harness.settled(gpuA, harness.generation);
+    expect(status.slices).toHaveLength(1);
+    expect(writes(kube)).toBe(before);
   });
 
   it('records invalid inventory once, keeps the published slices, and leaves other keys alone', async () => {
@@ -383,6 +432,51 @@ describe('slice-syncer', () => {
       await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
         description: 'orphans deleted',
       });
+    });
+
+    it('never withdraws a key whose driver streams, nor more than a share of orphans per run', async () => {
+      const nodes = Array.from({ length: 12 }, (_, i) => `node-${i}`);
+      for (const node of nodes) await createNode(kube, node);
+      const keys = nodes.map((node) => ({ node, driver: 'gpu.example.com' }));
+      for (const key of keys) {
+        await harness.settled(
+          key,
+          await harness.publish(key, { pools: [{ ...gpus(1), name: key.node }] }),
+        );
+      }
+      // Redis lost everything, but the first key's watcher still holds its stream.
+      for (const key of keys) {
+        await harness.redis.del(
+          harness.keys.snapshot(key),
+          harness.keys.registrations(key),
+          harness.keys.syncStatus(key),
+        );
+      }
+      const [live] = keys;
+      if (live === undefined) throw new Error('no key');
+      await harness.redis.set(
+        harness.keys.streamState(live),
+        JSON.stringify({
+          state: 'streaming',
+          endpoint: 'unix:///run/driver.sock',
+          since: new Date().toISOString(),
+          reconnects: 0,
+        }),
+      );
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+      clock += 600_000;
+      // 12 managed keys: at most one (10%, at least one) withdrawn per run.
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 1 });
+      expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 1 });
+      await waitFor(
+        async () =>
+          (await slicesOf(kube, live)).length === 1 &&
+          (await harness.queue.queue.getJobCountByTypes('active', 'waiting')) === 0,
+        {
+          description: 'janitor syncs done',
+        },
+      );
+      expect(await slicesOf(kube, live)).toHaveLength(1);
     });
 
     it('forgets an orphan whose driver re-registers within the grace period', async () => {

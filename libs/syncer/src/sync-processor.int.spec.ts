@@ -5,6 +5,7 @@ import { redisKeys } from '@slicekeeper/contracts';
 import type { RedisKeys } from '@slicekeeper/contracts';
 import { KubeSliceClient } from '@slicekeeper/kube';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
+import { RegistrationStore } from '@slicekeeper/registry';
 import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
 import { SyncProcessor } from './sync-processor';
 import { SyncerMetrics } from './syncer-metrics';
@@ -51,11 +52,16 @@ describe('SyncProcessor', () => {
     redis.disconnect();
     await server.stop();
   });
-  beforeEach(() => {
+  beforeEach(async () => {
     prefix = uniquePrefix('processor');
     keys = redisKeys(prefix);
     metrics = new SyncerMetrics(createMetricsRegistry('test'));
     processor = new SyncProcessor({ api, redis, prefix, logger, metrics });
+    await new RegistrationStore({ redis, prefix }).add({
+      ...key,
+      endpoint: 'unix:///run/driver.sock',
+      version: 'v1.ResourcePublisher',
+    });
   });
 
   it("refuses to sync while another job holds the key's guard, and leaves that guard alone", async () => {
@@ -70,12 +76,13 @@ describe('SyncProcessor', () => {
   const outcomes: {
     name: string;
     arrange: () => Promise<unknown>;
-    expected: string | RegExp | undefined;
+    /** The outcome recorded and returned, or the error thrown (retried). */
+    expected: { outcome: string; error?: unknown } | RegExp;
   }[] = [
     {
       name: 'synced',
       arrange: () => redis.set(keys.snapshot(key), snapshot(1)),
-      expected: undefined,
+      expected: { outcome: 'synced' },
     },
     {
       name: 'synced after Redis forgot its scripts',
@@ -83,17 +90,17 @@ describe('SyncProcessor', () => {
         await redis.set(keys.snapshot(key), snapshot(1));
         await redis.script('FLUSH');
       },
-      expected: undefined,
+      expected: { outcome: 'synced' },
     },
     {
       name: 'corrupt snapshot',
       arrange: () => redis.set(keys.snapshot(key), JSON.stringify({ generation: 'one' })),
-      expected: /corrupt snapshot/,
+      expected: { outcome: 'corrupt', error: expect.stringMatching(/corrupt snapshot/) as unknown },
     },
     {
       name: 'snapshot that is not JSON',
       arrange: () => redis.set(keys.snapshot(key), '{"generation":'),
-      expected: /corrupt snapshot/,
+      expected: { outcome: 'corrupt', error: expect.stringMatching(/corrupt snapshot/) as unknown },
     },
     {
       name: 'synced over a status that is not JSON',
@@ -101,11 +108,14 @@ describe('SyncProcessor', () => {
         await redis.set(keys.snapshot(key), snapshot(1));
         await redis.set(keys.syncStatus(key), 'not json');
       },
-      expected: undefined,
+      expected: { outcome: 'synced' },
     },
     {
       name: 'failed read',
-      arrange: () => redis.set(keys.registrations(key), 'not a hash'),
+      arrange: async () => {
+        await redis.del(keys.registrations(key));
+        await redis.set(keys.registrations(key), 'not a hash');
+      },
       expected: /WRONGTYPE/,
     },
   ];
@@ -114,8 +124,8 @@ describe('SyncProcessor', () => {
     async ({ arrange, expected }) => {
       await arrange();
       const sync = processor.sync(key, context);
-      if (expected === undefined) await expect(sync).resolves.toMatchObject({ outcome: 'synced' });
-      else await expect(sync).rejects.toThrow(expected);
+      if (expected instanceof RegExp) await expect(sync).rejects.toThrow(expected);
+      else await expect(sync).resolves.toMatchObject(expected);
       expect(await redis.exists(keys.syncGuard(key))).toBe(0);
     },
   );

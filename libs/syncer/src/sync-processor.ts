@@ -5,6 +5,7 @@ import {
   inventorySnapshotSchema,
   keyId,
   redisKeys,
+  removalSchema,
   syncStatusSchema,
 } from '@slicekeeper/contracts';
 import type {
@@ -17,11 +18,11 @@ import type {
   SyncStatus,
 } from '@slicekeeper/contracts';
 import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
-import { replyOf } from '@slicekeeper/queue';
+import { LuaScript, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 import { InvalidDriverResourcesError, planSync } from '@slicekeeper/slices';
 import type { StoredResourceSlice, SyncPlan } from '@slicekeeper/slices';
-import { NodeMissingError } from './backoff';
+import { NodeMissingError, RemovalPendingError } from './backoff';
 import { KeyGuard } from './key-guard';
 import type { HeldGuard } from './key-guard';
 import { queueSyncedRead, queueSyncedWrite, slicesForEpoch, toSyncedRecord } from './synced-slices';
@@ -134,16 +135,22 @@ export class SyncProcessor {
       attempt: context.attempt,
     });
     const startedAt = this.now();
-    const desired = this.readDesired(key, replies.slice(0, READS));
+    const reads = replies.slice(0, READS);
     const tokenReply = replies[READS];
-    const base = {
+    let desired: Desired | undefined;
+    const base = () => ({
       startedAt,
-      snapshotGeneration: desired.snapshot?.generation ?? 0,
+      snapshotGeneration: desired?.snapshot?.generation ?? 0,
       attempt: context.attempt,
-    };
+    });
     let writes = 0;
     try {
-      const pools = desired.snapshot?.inventory.pools ?? [];
+      desired = this.readDesired(key, reads, startedAt);
+      if (desired.pendingRemoval !== undefined) throw desired.pendingRemoval;
+      if (desired.snapshot?.rejected !== undefined) {
+        throw new TerminalError(desired.snapshot.rejected, { code: 'invalid' });
+      }
+      const pools = desired.snapshot?.inventory?.pools ?? [];
       let prepaid =
         tokenReply === undefined ? undefined : this.options.writeLimiter?.settle(tokenReply);
       prepaid?.catch(() => undefined);
@@ -194,14 +201,14 @@ export class SyncProcessor {
             key,
             guard,
             {
-              ...base,
+              ...base(),
               outcome,
               writes,
               slices: [...published.keys()].sort(),
               pools: summaries(plan),
             },
             {
-              clearTombstone: desired.tombstoned,
+              forgetSnapshot: desired.unregistered,
               synced: { epoch, slices: [...published.values()], recorded: desired.synced },
             },
           );
@@ -220,19 +227,23 @@ export class SyncProcessor {
     } catch (error) {
       const outcome = outcomeOf(error);
       // What is published did not change: keep showing the last known slices and pools.
-      const previous = parseStatus(desired.previousStatus);
+      const previous = parseStatus(previousStatusOf(reads));
       const published = { slices: previous?.slices ?? [], pools: previous?.pools ?? [] };
       const status = await this.record(
         key,
         guard,
-        { ...base, ...published, outcome, writes, error: errorMessage(error) },
-        { clearTombstone: false },
+        { ...base(), ...published, outcome, writes, error: errorMessage(error) },
+        { forgetSnapshot: false },
       );
-      if (outcome === 'invalid' || outcome === 'failed') {
+      if (outcome === 'invalid' || outcome === 'failed' || outcome === 'corrupt') {
         log.warn({ err: errorMessage(error), outcome }, 'sync refused');
         return status;
       }
       if (error instanceof NodeMissingError) api.forgetNode(key.node);
+      if (error instanceof RemovalPendingError) {
+        log.debug({ withdrawInMs: error.retryAfterMs }, 'removal pending');
+        throw error;
+      }
       log.info({ err: errorMessage(error), outcome }, 'sync failed, will retry');
       throw error;
     } finally {
@@ -291,28 +302,47 @@ export class SyncProcessor {
       .get(this.keys.snapshot(key))
       .hlen(this.keys.registrations(key))
       .get(this.keys.syncStatus(key))
-      .zscore(this.keys.tombstones, keyId(key));
+      .get(this.keys.removal(key));
     queueSyncedRead(pipeline, this.keys.syncedSlices(key), withSlices);
   }
 
   /**
-   * The key's desired state, from the replies to {@link queueReads}: its snapshot, unless the
-   * plugin was removed (a tombstone and no registration left). A snapshot without a registration
-   * is still published: after Redis lost its data, a watcher rewrites the snapshots of its live
-   * streams before drivers re-register. Also what the last successful sync recorded.
+   * The key's desired state, from the replies to {@link queueReads}: its snapshot while it has a
+   * registration, nothing otherwise. A key without a registration is never published, whatever
+   * snapshot it still has: after Redis lost its data the watchers restore the registrations of
+   * their live streams together with the snapshots. While a removal's grace runs (a driver that
+   * deregistered may register again), its slices are kept as they are. Also what the last
+   * successful sync recorded.
    */
-  private readDesired(key: SliceKey, reads: PipelineReply[]): Desired {
-    const [snapshotRaw, registrations, previousRaw, tombstoneScore, syncedReply] = reads.map(
-      replyOf,
-    ) as [string | null, number, string | null, string | null, unknown];
+  private readDesired(key: SliceKey, reads: PipelineReply[], now: Date): Desired {
+    const [snapshotRaw, registrations, , removalRaw, syncedReply] = reads.map(replyOf) as [
+      string | null,
+      number,
+      string | null,
+      string | null,
+      unknown,
+    ];
     const synced = toSyncedRecord(syncedReply);
-    const tombstoned = registrations === 0 && tombstoneScore !== null;
-    const known = { tombstoned, synced, previousStatus: previousRaw };
-    if (snapshotRaw === null || tombstoned) return known;
+    const unregistered = registrations === 0;
+    const known = { unregistered, synced };
+    if (unregistered) {
+      const removal =
+        removalRaw === null ? undefined : removalSchema.safeParse(parseJsonOrUndefined(removalRaw));
+      if (removal !== undefined && !removal.success) {
+        throw new TerminalError(`corrupt removal of ${keyId(key)}: ${removal.error.message}`, {
+          code: 'corrupt-record',
+        });
+      }
+      const remainingMs = (removal?.data.withdrawAt ?? 0) - now.getTime();
+      return remainingMs > 0
+        ? { ...known, pendingRemoval: new RemovalPendingError(keyId(key), remainingMs) }
+        : known;
+    }
+    if (snapshotRaw === null) return known;
     const parsed = inventorySnapshotSchema.safeParse(parseJsonOrUndefined(snapshotRaw));
     if (!parsed.success) {
       throw new TerminalError(`corrupt snapshot of ${keyId(key)}: ${parsed.error.message}`, {
-        code: 'invalid',
+        code: 'corrupt-record',
       });
     }
     return { ...known, snapshot: parsed.data };
@@ -327,10 +357,10 @@ export class SyncProcessor {
     guard: HeldGuard,
     fields: Omit<SyncStatus, 'finishedAt' | 'startedAt'> & { startedAt: Date },
     {
-      clearTombstone,
+      forgetSnapshot,
       synced,
     }: {
-      clearTombstone: boolean;
+      forgetSnapshot: boolean;
       synced?: { epoch: number; slices: StoredResourceSlice[]; recorded: SyncedRecord };
     },
   ): Promise<SyncStatus> {
@@ -350,7 +380,15 @@ export class SyncProcessor {
       if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt.getTime(), id);
       if (status.outcome === 'withdrawn') {
         pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
-        if (clearTombstone) pipeline.zrem(this.keys.tombstones, id);
+        // The slices of a removed key are gone: so is its snapshot, unless it registered again
+        // meanwhile. A registration then publishes from a fresh stream, never from this one.
+        if (forgetSnapshot) {
+          FORGET_SNAPSHOT.queue(
+            pipeline,
+            [this.keys.registrations(key), this.keys.snapshot(key)],
+            [],
+          );
+        }
       }
     });
     this.options.metrics?.syncs.inc({ outcome: status.outcome });
@@ -361,14 +399,27 @@ export class SyncProcessor {
 /** How many replies {@link SyncProcessor.queueReads} asks for. */
 const READS = 5;
 
+/* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
+const FORGET_SNAPSHOT = new LuaScript(
+  `if redis.call('HLEN', KEYS[1]) == 0 then return redis.call('DEL', KEYS[2]) end
+return 0`,
+  2,
+);
+
 interface Desired {
   snapshot?: InventorySnapshot;
-  /** The plugin was removed: withdraw, then forget the tombstone. */
-  tombstoned: boolean;
-  /** The key's last recorded status as stored (parsed only when a sync fails). */
-  previousStatus: string | null;
+  /** The key has no registration: withdraw, then forget its snapshot. */
+  unregistered: boolean;
+  /** The key's removal grace runs: keep its slices, look again when it ends. */
+  pendingRemoval?: RemovalPendingError;
   /** What the key's last successful sync recorded it left. */
   synced: SyncedRecord;
+}
+
+/** The key's last recorded status as read (parsed only when a sync fails); null if unreadable. */
+function previousStatusOf(reads: readonly PipelineReply[]): string | null {
+  const [error, result] = reads[2] ?? [null, null];
+  return error === null && typeof result === 'string' ? result : null;
 }
 
 /**
@@ -420,6 +471,8 @@ function isStale(error: unknown): boolean {
 
 function outcomeOf(error: unknown): SyncOutcome {
   if (error instanceof InvalidDriverResourcesError) return 'invalid';
+  if (error instanceof RemovalPendingError) return 'removing';
+  if (error instanceof TerminalError && error.code === 'corrupt-record') return 'corrupt';
   if (error instanceof NodeMissingError) return 'node-missing';
   if (error instanceof TerminalError && error.code === 'invalid') return 'invalid';
   return isTerminal(error) ? 'failed' : 'retrying';

@@ -1,18 +1,42 @@
 import { credentials } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
-import { TerminalError } from '@slicekeeper/errors';
+import { TerminalError, isTerminal, withContext } from '@slicekeeper/errors';
+import type { SlicekeeperError } from '@slicekeeper/errors';
 import {
   classifyGrpcError,
   grpcTarget,
+  mapDriverResources,
   parseEndpoint,
   publisher,
-  toDriverInventory,
+  rejectedMessageProblem,
 } from '@slicekeeper/proto';
 import type { PublisherConnector } from './publisher-connector';
 
+/**
+ * The endpoint policy as the connector uses it: `EndpointPolicy` of @slicekeeper/admission,
+ * which the registration API checks registrations with.
+ */
+export interface DialPolicy {
+  /**
+   * Checks a registered endpoint as it is now (resolving its name, following its symlinks) and
+   * returns the gRPC target to dial; rejects with a terminal error when the policy refuses it.
+   */
+  admit(endpoint: string): Promise<{ readonly target: string }>;
+}
+
 export interface GrpcConnectorOptions {
-  /** Largest inventory message accepted, bytes. @defaultValue 16 MiB */
+  /**
+   * Largest inventory message accepted, bytes. A larger one is reported as `rejected` (the
+   * plugin's bug), and gRPC ends the call. @defaultValue 16 MiB
+   */
   maxMessageBytes?: number;
+  /**
+   * Checked before every dial, reconnects included, on what is dialled: a name is resolved
+   * again and its checked address dialled, a socket path is followed to its real path, so a
+   * registration that passed once cannot be re-pointed (DNS rebinding, a swapped symlink).
+   * Without it endpoints are dialled as registered, unchecked: for tests only.
+   */
+  policy?: DialPolicy;
 }
 
 /**
@@ -22,55 +46,94 @@ export interface GrpcConnectorOptions {
  */
 export function createGrpcConnector(options: GrpcConnectorOptions = {}): PublisherConnector {
   const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  const { policy } = options;
   return ({ endpoint, nodeName }, handlers) => {
     let done = false;
+    let cancelOpen: (() => void) | undefined;
     const finish = (): boolean => {
       if (done) return false;
       done = true;
       return true;
     };
-    const parsed = parseEndpoint(endpoint);
-    if (typeof parsed === 'string') {
-      setImmediate(() => {
-        if (finish()) {
-          handlers.error(
-            new TerminalError(`endpoint "${endpoint}": ${parsed}`, { code: 'invalid-endpoint' }),
-          );
-        }
-      });
-      return { cancel: () => void finish() };
-    }
-    const client = new publisher.ResourcePublisherClient(
-      grpcTarget(parsed),
-      credentials.createInsecure(),
-      {
+    const fail = (error: SlicekeeperError): void => {
+      if (finish()) handlers.error(error);
+    };
+
+    const open = (target: string): void => {
+      const client = new publisher.ResourcePublisherClient(target, credentials.createInsecure(), {
         'grpc.max_receive_message_length': maxMessageBytes,
         // Every stream gets its own connection, as every plugin has its own endpoint.
         'grpc.use_local_subchannel_pool': 1,
-      },
-    );
-    const call = client.watchResources({ nodeName });
-    call.on('data', (message: publisher.DriverResources) => {
-      if (!done) handlers.message(toDriverInventory(message, { nodeName }));
-    });
-    call.on('error', (error: ServiceError) => {
-      if (finish()) {
-        client.close();
-        handlers.error(classifyGrpcError(error, `WatchResources ${endpoint}`));
-      }
-    });
-    call.on('end', () => {
-      if (finish()) {
-        client.close();
-        handlers.end();
-      }
-    });
-    return {
-      cancel: () => {
+        // The target is a checked address or socket: nothing to look up in DNS.
+        'grpc.service_config_disable_resolution': 1,
+      });
+      const call = client.watchResources({ nodeName });
+      call.on('data', (message: publisher.DriverResources) => {
+        if (done) return;
+        const mapping = mapDriverResources(message, { nodeName });
+        if (mapping.kind === 'inventory') handlers.message(mapping.inventory);
+        else handlers.rejected({ problem: mapping.problem, callEnded: false });
+      });
+      call.on('error', (error: ServiceError) => {
         if (!finish()) return;
+        client.close();
+        // A message grpc-js refused (too large, undecodable) ends the call, but the plugin did
+        // answer: that is its bug, not an outage.
+        const problem = rejectedMessageProblem(error);
+        if (problem === undefined) {
+          handlers.error(classifyGrpcError(error, `WatchResources ${endpoint}`));
+        } else {
+          handlers.rejected({ problem, callEnded: true });
+        }
+      });
+      call.on('end', () => {
+        if (finish()) {
+          client.close();
+          handlers.end();
+        }
+      });
+      cancelOpen = () => {
         call.cancel();
         client.close();
+      };
+    };
+
+    if (policy !== undefined) {
+      policy.admit(endpoint).then(
+        ({ target }) => {
+          if (!done) open(target);
+        },
+        (error: unknown) => {
+          fail(dialRefused(error));
+        },
+      );
+    } else {
+      const parsed = parseEndpoint(endpoint);
+      if (typeof parsed !== 'string') {
+        open(grpcTarget(parsed));
+      } else {
+        setImmediate(() => {
+          fail(
+            new TerminalError(`endpoint "${endpoint}": ${parsed}`, { code: 'invalid-endpoint' }),
+          );
+        });
+      }
+    }
+    return {
+      cancel: () => {
+        if (finish()) cancelOpen?.();
       },
     };
   };
+}
+
+/**
+ * A dial the policy would not allow. A refusal (terminal: forbidden or malformed) says so
+ * plainly, as it will not pass on a retry; the stream still backs off, as the registration
+ * may be replaced. A failure to check (a name that does not resolve now) is transient.
+ */
+function dialRefused(error: unknown): SlicekeeperError {
+  return isTerminal(error)
+    ? withContext('endpoint policy refused the dial', error)
+    : withContext('dial', error);
 }

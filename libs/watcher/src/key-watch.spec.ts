@@ -160,6 +160,36 @@ describe('KeyWatch', () => {
     });
   });
 
+  describe('rejected messages', () => {
+    it('stores a rejection, keeps the wipe timer off while the driver answers, then takes the next good message', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(gpus(8));
+      await settle();
+      connector
+        .last(A)
+        .reject('message of 22020096 bytes exceeds the limit of 16777216 bytes', true);
+      await settle();
+      expect(writer.rejection()).toMatch(/exceeds the limit/);
+      expect(queue.reasons()).toEqual(['snapshot', 'snapshot']);
+      // The driver keeps sending what cannot be taken: far past the wipe delay, nothing is
+      // withdrawn.
+      for (let i = 0; i < 5; i++) {
+        // Past the longest reconnect backoff: the stream has dialled again.
+        await clock.advance(200_000);
+        connector
+          .last(A)
+          .reject('message of 22020096 bytes exceeds the limit of 16777216 bytes', true);
+        await settle();
+      }
+      expect(queue.reasons()).not.toContain('stream-lost');
+      expect(watch.state?.state).not.toBe('wiped');
+      await clock.advance(200_000);
+      connector.last(A).send(gpus(4));
+      await settle();
+      expect(writer.inventory()).toEqual(gpus(4));
+    });
+  });
+
   describe('wipe delay', () => {
     it('withdraws the slices when no stream is live for the wipe delay', async () => {
       watch.setRegistrations([registration(A, 1)]);

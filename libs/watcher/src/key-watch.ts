@@ -18,7 +18,7 @@ import type { WatcherMetrics } from './watcher-metrics';
 
 export interface KeyWatchOptions {
   key: SliceKey;
-  writer: Pick<SnapshotWriter, 'store' | 'withdraw' | 'writeState'>;
+  writer: Pick<SnapshotWriter, 'store' | 'reject' | 'withdraw' | 'writeState'>;
   queue: SyncEnqueuer;
   connector: PublisherConnector;
   clock: Clock;
@@ -36,7 +36,11 @@ export interface KeyWatchOptions {
 
 type Operation =
   | { kind: 'store'; endpoint: string; inventory: DriverInventory; receivedAt: number }
+  /** A message the stream could not take: stored as rejected, the published slices stay. */
+  | { kind: 'reject'; endpoint: string; problem: string; receivedAt: number }
   | { kind: 'withdraw' };
+
+type StoreOperation = Extract<Operation, { kind: 'store' | 'reject' }>;
 
 /**
  * Everything the watcher does for one key: a {@link PluginStream} per registered endpoint, the
@@ -60,7 +64,7 @@ export class KeyWatch {
   /** The inventory last handed to the writer (by reference), or `withdrawn`. */
   private published: DriverInventory | 'withdrawn' | undefined;
   private pending: Operation | undefined;
-  private lastStore: Extract<Operation, { kind: 'store' }> | undefined;
+  private lastStore: StoreOperation | undefined;
   private owedSync: SyncReason | undefined;
   private stateDirty = false;
   private recordedState = '';
@@ -115,9 +119,7 @@ export class KeyWatch {
    */
   republish(): void {
     if (this.closing !== undefined) return;
-    if (this.published !== undefined && this.published !== 'withdrawn' && this.lastStore) {
-      this.pending ??= this.lastStore;
-    }
+    if (this.published !== 'withdrawn' && this.lastStore) this.pending ??= this.lastStore;
     this.stateDirty = true;
     this.kick();
   }
@@ -159,6 +161,9 @@ export class KeyWatch {
       onReconnect: () => {
         this.options.metrics.reconnect();
       },
+      onRejected: (rejecting, problem) => {
+        this.rejected(rejecting, problem);
+      },
     });
     this.streams.set(registration.endpoint, stream);
     stream.start();
@@ -189,10 +194,30 @@ export class KeyWatch {
     } else if (decider.state === 'unimplemented') {
       this.stopWipeTimer();
       this.withdraw();
+    } else if (decider.lastRejection !== undefined) {
+      // The driver answers but sends what cannot be taken (too large, undecodable): its bug,
+      // reported as such, not an outage; its last valid slices stay.
+      this.stopWipeTimer();
     } else if (this.wiped === undefined) {
       this.startWipeTimer();
     }
     this.updateSummary(decider, active !== undefined);
+  }
+
+  /** A message of `stream` was rejected: report it if that stream decides the key. */
+  private rejected(stream: PluginStream, problem: string): void {
+    if (this.closing !== undefined) return;
+    const ordered = this.pluginStreams;
+    const decider = ordered.find((s) => s.state === 'streaming') ?? ordered[0];
+    if (decider !== stream) return;
+    this.options.logger.warn({ problem }, 'message rejected');
+    this.published = undefined;
+    this.enqueueOperation({
+      kind: 'reject',
+      endpoint: stream.endpoint,
+      problem,
+      receivedAt: this.options.clock.now(),
+    });
   }
 
   private withdraw(): void {
@@ -250,7 +275,7 @@ export class KeyWatch {
 
   private enqueueOperation(operation: Operation): void {
     this.pending = operation;
-    if (operation.kind === 'store') this.lastStore = operation;
+    if (operation.kind !== 'withdraw') this.lastStore = operation;
     this.kick();
   }
 
@@ -297,24 +322,35 @@ export class KeyWatch {
   }
 
   private async apply(operation: Operation): Promise<void> {
-    if (operation.kind === 'store') {
-      const result = await this.options.writer.store(
-        this.key,
-        operation.endpoint,
-        operation.inventory,
-        new Date(operation.receivedAt),
-      );
-      if (result.kind === 'stored') {
-        this.options.metrics.snapshot('stored', result.bytes);
-        this.options.logger.debug({ generation: result.generation }, 'snapshot stored');
-        this.owedSync = 'snapshot';
-        this.stateDirty = true;
-      } else if (result.kind === 'unchanged') {
-        this.options.metrics.snapshot('unchanged');
-      } else {
-        this.notOwner();
+    if (operation.kind !== 'withdraw') {
+      const { writer } = this.options;
+      const receivedAt = new Date(operation.receivedAt);
+      const result =
+        operation.kind === 'store'
+          ? await writer.store(this.key, operation.endpoint, operation.inventory, receivedAt)
+          : await writer.reject(this.key, operation.endpoint, operation.problem, receivedAt);
+      switch (result.kind) {
+        case 'stored':
+          this.options.metrics.snapshot('stored', result.bytes);
+          this.options.logger.debug({ generation: result.generation }, 'snapshot stored');
+          this.owedSync = 'snapshot';
+          this.stateDirty = true;
+          return;
+        case 'unsynced':
+          this.options.metrics.snapshot('unchanged');
+          this.owedSync = 'snapshot';
+          return;
+        case 'unchanged':
+          this.options.metrics.snapshot('unchanged');
+          return;
+        case 'unregistered':
+          // Removed: the registration follower closes this watch. Nothing of it is published.
+          this.options.logger.debug('not registered, snapshot not stored');
+          return;
+        case 'not-owner':
+          this.notOwner();
+          return;
       }
-      return;
     }
     const result = await this.options.writer.withdraw(this.key);
     if (result.kind === 'withdrawn') {

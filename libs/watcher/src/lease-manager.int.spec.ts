@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { parseKeyId, redisKeys } from '@slicekeeper/contracts';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 import { ManualClock, systemClock } from './clock';
 import { LeaseManager } from './lease-manager';
@@ -65,6 +66,37 @@ describe('LeaseManager', () => {
     });
     expect(Date.now() - died).toBeLessThan(LEASE_MS * 3);
   }, 20_000);
+
+  it('takes its leases back, losing no key, when Redis comes back empty', async () => {
+    const prefix = uniquePrefix('lease');
+    const clock = new ManualClock();
+    const lost: string[] = [];
+    const lease = new LeaseManager({
+      redis,
+      prefix,
+      replicaId: 'replica-a',
+      leaseMs: LEASE_MS,
+      clock,
+      logger: silentLogger,
+      onAcquired: () => undefined,
+      onLost: (id) => lost.push(id),
+    });
+    managers.push(lease);
+    lease.setCandidates(ids);
+    await lease.start();
+    expect(lease.heldCount).toBe(ids.length);
+    const keys = redisKeys(prefix);
+    await redis.del(...ids.map((id) => keys.watcherLease(parseKeyId(id))), keys.watcherMembers);
+    await clock.advance(LEASE_MS / 3);
+    await waitFor(
+      async () => (await redis.exists(keys.watcherLease(parseKeyId(ids[0] ?? '')))) === 1,
+      {
+        description: 'leases taken back',
+      },
+    );
+    expect(lost).toEqual([]);
+    expect(lease.heldCount).toBe(ids.length);
+  });
 
   it('hands keys over to a replica that joins, and releases all on close', async () => {
     const prefix = uniquePrefix('lease');

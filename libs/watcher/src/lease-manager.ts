@@ -25,8 +25,16 @@ export interface LeaseManagerOptions {
   onLost: (id: string, reason: string) => void;
 }
 
+// Renews a lease this replica holds. A lease that is gone (Redis restarted empty) is taken back
+// rather than given up: the streams are still live here, and dropping them would withdraw every
+// driver's slices. Only a lease another replica holds is lost.
 const RENEW = new LuaScript(
-  `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  `local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if holder == false then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
 return 0`,
   1,
 );

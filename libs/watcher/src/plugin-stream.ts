@@ -5,7 +5,7 @@ import type { Logger } from '@slicekeeper/observability';
 import { Backoff } from './backoff';
 import type { BackoffOptions } from './backoff';
 import type { Clock, TimerHandle } from './clock';
-import type { InventoryStream, PublisherConnector } from './publisher-connector';
+import type { InventoryStream, MessageRejection, PublisherConnector } from './publisher-connector';
 
 /** The states of one endpoint's stream (`wiped` is a key's state, not a stream's). */
 export type PluginStreamState = Exclude<StreamStateName, 'wiped'> | 'closed';
@@ -17,10 +17,15 @@ export interface PluginStreamOptions {
   backoff?: BackoffOptions;
   /** The stream's own child logger. */
   logger: Logger;
-  /** Called after every state change and every message. */
+  /** Called after every state change, every message and every rejected message. */
   onChange: (stream: PluginStream) => void;
   /** Called for every message, before `onChange`. */
   onMessage?: (stream: PluginStream) => void;
+  /**
+   * Called for every message the connector rejected (see {@link PluginStream.lastRejection}),
+   * before `onReconnect` and `onChange`.
+   */
+  onRejected?: (stream: PluginStream, problem: string) => void;
   /** Called when a reconnect is scheduled. */
   onReconnect?: (stream: PluginStream) => void;
 }
@@ -33,8 +38,12 @@ export interface PluginStreamOptions {
  *     │                             │
  *     ├──Unimplemented─────────────┴──▶ unimplemented   (no retry until re-registration)
  *     ├──EOF───────────────────────────▶ ended           (last inventory kept; no retry)
+ *     ├──rejected, call ended ─────────▶ backoff           (message too large or undecodable)
  *     └──other error / unreachable ────▶ backoff ──delay──▶ connecting
  * ```
+ *
+ * A rejected message on an open call (one the mapper refused) changes no state: the previous
+ * inventory stays and the next good message is used as usual.
  *
  * Backoff is 5 s doubling to 180 s with jitter and restarts from 5 s once a message arrives.
  * The stream only reports; what a state means for the key's slices is decided by `KeyWatch`.
@@ -50,6 +59,7 @@ export class PluginStream {
   private inventory: DriverInventory | undefined;
   private receivedAt: number | undefined;
   private failure: string | undefined;
+  private rejection: string | undefined;
   private reconnectCount = 0;
 
   constructor(options: PluginStreamOptions) {
@@ -92,6 +102,15 @@ export class PluginStream {
     return this.failure;
   }
 
+  /**
+   * Why the plugin's last message was rejected: set on a rejection, also one that ended the call
+   * (as the plugin answered, it is alive and buggy, not unreachable), and cleared by a valid
+   * message or by a later attempt that fails for another reason (the plugin is then unreachable).
+   */
+  get lastRejection(): string | undefined {
+    return this.rejection;
+  }
+
   /** Opens the stream. */
   start(): void {
     this.connect();
@@ -117,6 +136,11 @@ export class PluginStream {
         message: (inventory) => {
           if (this.call === call) this.onMessage(inventory);
         },
+        rejected: (rejection) => {
+          if (this.call !== call) return;
+          if (rejection.callEnded) this.call = undefined;
+          this.onRejected(rejection);
+        },
         end: () => {
           if (this.call !== call) return;
           this.call = undefined;
@@ -136,6 +160,7 @@ export class PluginStream {
   private onMessage(inventory: DriverInventory): void {
     this.inventory = inventory;
     this.receivedAt = this.options.clock.now();
+    this.rejection = undefined;
     this.options.onMessage?.(this);
     if (this.current !== 'streaming') {
       this.backoff.reset();
@@ -148,13 +173,31 @@ export class PluginStream {
     }
   }
 
+  private onRejected({ problem, callEnded }: MessageRejection): void {
+    this.rejection = problem;
+    this.options.logger.warn({ problem, callEnded }, 'message rejected');
+    this.options.onRejected?.(this, problem);
+    if (this.current === 'closed') return;
+    if (callEnded) {
+      this.failure = problem;
+      this.scheduleReconnect();
+    } else {
+      this.options.onChange(this);
+    }
+  }
+
   private onError(error: SlicekeeperError): void {
     this.failure = errorMessage(error);
+    this.rejection = undefined;
     if (error.code === 'unimplemented') {
       this.options.logger.warn({ err: this.failure }, 'plugin does not publish (Unimplemented)');
       this.setState('unimplemented');
       return;
     }
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
     const delayMs = this.backoff.next();
     this.reconnectCount++;
     this.options.logger.warn(

@@ -92,6 +92,13 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     return raw === null ? undefined : inventorySnapshotSchema.parse(JSON.parse(raw));
   }
 
+  async function syncedAt(node: string, generation: number): Promise<void> {
+    await redis.set(
+      redisKeys(prefix).syncStatus({ node, driver: DRIVER }),
+      JSON.stringify({ outcome: 'synced', snapshotGeneration: generation }),
+    );
+  }
+
   async function streamState(node: string) {
     const raw = await redis.get(redisKeys(prefix).streamState({ node, driver: DRIVER }));
     return raw === null ? undefined : streamStateSchema.parse(JSON.parse(raw));
@@ -181,6 +188,7 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     await register('node-a', a);
     await watcher();
     await waitFor(() => snapshot('node-a'));
+    await syncedAt('node-a', 1);
     await register('node-a', a);
     await waitFor(() => a.watchCalls === 2);
     await waitFor(() => a.openStreams === 1);
@@ -198,6 +206,9 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     const first = await watcher();
     await waitFor(async () => (await snapshot('node-a')) && (await snapshot('node-b')));
     await first.close();
+    // What the syncer records once it published them.
+    await syncedAt('node-a', 1);
+    await syncedAt('node-b', 1);
     const before = enqueued.length;
 
     const metrics = createMetricsRegistry('plugin-watcher');
@@ -215,6 +226,43 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     expect((await snapshot('node-a'))?.generation).toBe(1);
     expect((await snapshot('node-b'))?.generation).toBe(1);
     expect(enqueued).toHaveLength(before);
+  });
+
+  it('asks again for the syncs a crash between store and enqueue lost', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    const first = await watcher({ queue: { enqueue: () => Promise.resolve() } });
+    await waitFor(() => snapshot('node-a'), { description: 'stored, its enqueue lost' });
+    await first.close();
+    await watcher();
+    await waitFor(() => enqueued.some((e) => e.key === `node-a/${DRIVER}`), {
+      description: 'the owed sync asked for',
+    });
+    expect((await snapshot('node-a'))?.generation).toBe(1);
+  });
+
+  it('restores its live registrations and snapshots when Redis comes back empty', async () => {
+    const a = await driver('node-a');
+    await register('node-a', a);
+    await watcher();
+    await waitFor(() => snapshot('node-a'), { description: 'first snapshot' });
+    const key = { node: 'node-a', driver: DRIVER };
+    const [registration] = await registry.get(key);
+    await redis.flushall();
+    redis.disconnect(true);
+    await waitFor(() => snapshot('node-a'), { description: 'snapshot rewritten' });
+    await waitFor(async () => (await registry.get(key)).length === 1, {
+      description: 'registration restored',
+    });
+    expect(await registry.get(key)).toEqual([registration]);
+    expect((await registry.all()).map((r) => r.endpoint)).toEqual([a.endpoint]);
+    // A later registration still counts as the most recent one.
+    const again = await registry.add({
+      ...key,
+      endpoint: a.endpoint,
+      version: 'v1.ResourcePublisher',
+    });
+    expect(again.registration.sequence).toBeGreaterThan(registration?.sequence ?? Infinity);
   });
 
   it('rewrites its live snapshots when Redis comes back without them', async () => {

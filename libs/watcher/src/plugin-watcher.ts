@@ -10,6 +10,7 @@ import { createGrpcConnector } from './grpc-connector';
 import { KeyWatch } from './key-watch';
 import { LeaseManager } from './lease-manager';
 import type { PublisherConnector } from './publisher-connector';
+import { RegistrationStore } from '@slicekeeper/registry';
 import { RegistrationFollower } from './registration-follower';
 import { SnapshotWriter } from './snapshot-writer';
 import type { SyncEnqueuer } from './sync-enqueuer';
@@ -60,6 +61,7 @@ export class PluginWatcher {
   private readonly options: PluginWatcherOptions;
   private readonly clock: Clock;
   private readonly writer: SnapshotWriter;
+  private readonly registry: RegistrationStore;
   private readonly follower: RegistrationFollower;
   private readonly leases: LeaseManager | undefined;
   private readonly connector: PublisherConnector;
@@ -83,8 +85,14 @@ export class PluginWatcher {
     this.writer = new SnapshotWriter({
       redis: options.redis,
       ...prefix,
-      ...(options.shared === undefined ? {} : { owner: options.shared.replicaId }),
+      ...(options.shared === undefined
+        ? {}
+        : {
+            owner: options.shared.replicaId,
+            ...(options.shared.leaseMs === undefined ? {} : { leaseMs: options.shared.leaseMs }),
+          }),
     });
+    this.registry = new RegistrationStore({ redis: options.redis, ...prefix });
     this.follower = new RegistrationFollower({
       redis: options.redis,
       ...prefix,
@@ -98,6 +106,7 @@ export class PluginWatcher {
       onKey: (key, registrations) => {
         this.onKey(key, registrations);
       },
+      onDataLost: () => this.restoreLive(),
     });
     if (options.shared !== undefined) {
       this.leases = new LeaseManager({
@@ -175,6 +184,30 @@ export class PluginWatcher {
       await Promise.all(this.closingWatches);
     })();
     return this.closing;
+  }
+
+  /**
+   * Redis came back empty while this watcher holds streams: it writes back their registrations
+   * (and takes their leases back, in shared mode) and their snapshots, so that nothing is
+   * withdrawn while the drivers stream, and no driver has to register again. A key removed
+   * meanwhile is left alone.
+   */
+  private async restoreLive(): Promise<void> {
+    let restored = 0;
+    for (const [id, watch] of this.watches) {
+      const registrations = this.registrations.get(id) ?? [];
+      if (registrations.length === 0) continue;
+      const result = await this.writer.restore(watch.key, registrations);
+      if (result.kind === 'not-owner') {
+        this.leases?.lost(id);
+        continue;
+      }
+      if (result.kind === 'removed') continue;
+      await this.registry.reindex(watch.key, registrations);
+      watch.republish();
+      restored++;
+    }
+    this.options.logger.warn({ keys: restored }, 'restored registrations and snapshots');
   }
 
   private onLoad(all: Registration[]): void {

@@ -1,10 +1,29 @@
 import type { DriverInventory } from '@slicekeeper/contracts';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 
-/** What a stream reports. At most one of `end`/`error` is called, and nothing after it. */
+/** A message slicekeeper cannot use: the driver's bug, not an outage. */
+export interface MessageRejection {
+  /**
+   * Why, for the driver's author: the fields and the rules they break
+   * (`pools[0].generation: 9223372036854775807 is outside ...`), or the size and the limit.
+   */
+  problem: string;
+  /**
+   * Whether the call ended with it: gRPC ends a call on a message over the size limit or one
+   * that does not decode. Otherwise the call stays open and the next message is used normally.
+   */
+  callEnded: boolean;
+}
+
+/**
+ * What a stream reports. At most one of `end`, `error` and a `rejected` that ends the call is
+ * called, and nothing after it.
+ */
 export interface InventoryStreamHandlers {
   /** A complete inventory arrived; it replaces the previous one. */
   message(inventory: DriverInventory): void;
+  /** A message arrived that cannot be used; the previous inventory is not replaced. */
+  rejected(rejection: MessageRejection): void;
   /** The plugin ended the stream cleanly (EOF). */
   end(): void;
   /** The stream failed or could not be opened; `code: 'unimplemented'` when the plugin does not serve it. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey } from '@slicekeeper/contracts';
@@ -23,6 +24,12 @@ export interface RegistrationFollowerOptions {
   onLoad: (registrations: Registration[]) => void;
   /** The current registrations of one key (empty: the key has none any more). */
   onKey: (key: SliceKey, registrations: Registration[]) => void;
+  /**
+   * Redis lost its data (it came back empty): write back what the live streams know. Runs before
+   * the load that would otherwise see their registrations gone; a failure fails that load, which
+   * is retried.
+   */
+  onDataLost?: () => Promise<void>;
 }
 
 /**
@@ -37,6 +44,8 @@ export class RegistrationFollower {
   private readonly followConnection: Redis;
   private readonly followStore: RegistrationStore;
   private position = '0-0';
+  /** The id of the data set Redis held at the last load. */
+  private dataset: string | undefined;
   private reloadWanted = false;
   private loop: Promise<void> | undefined;
   private closed = false;
@@ -81,6 +90,12 @@ export class RegistrationFollower {
   }
 
   private async load(): Promise<void> {
+    const dataset = await this.store.datasetId(randomUUID());
+    if (this.dataset !== undefined && dataset !== this.dataset) {
+      this.options.logger.warn('redis lost its data, restoring the live streams');
+      await this.options.onDataLost?.();
+    }
+    this.dataset = dataset;
     this.position = await this.store.eventPosition();
     this.options.onLoad(await this.loadRegistrations());
     this.options.logger.debug({ position: this.position }, 'registrations loaded');

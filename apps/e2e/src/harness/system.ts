@@ -37,6 +37,8 @@ export interface SystemOptions {
   syncerEnv?: Record<string, string>;
   /** Extra settings of the plugin-watcher (e.g. WIPE_DELAY). */
   watcherEnv?: Record<string, string>;
+  /** Extra settings of the registration API (e.g. REMOVAL_GRACE). */
+  apiEnv?: Record<string, string>;
   /** @defaultValue `info` */
   logLevel?: string;
 }
@@ -222,9 +224,13 @@ export class System {
     return (await response.json()) as PluginStatus;
   }
 
-  /** Removes every registration of the plugin through the API, as an operator would. */
-  async removePlugin(node: string, driver: string): Promise<void> {
-    const response = await this.api('DELETE', `/v1/plugins/${node}/${driver}`);
+  /**
+   * Removes every registration of the plugin through the API, as an operator would; its slices
+   * go after `grace` (e.g. `0s`), or the API's REMOVAL_GRACE.
+   */
+  async removePlugin(node: string, driver: string, grace?: string): Promise<void> {
+    const query = grace === undefined ? '' : `?grace=${grace}`;
+    const response = await this.api('DELETE', `/v1/plugins/${node}/${driver}${query}`);
     if (response.status !== 204 && response.status !== 200) {
       throw new Error(`DELETE ${node}/${driver}: ${response.status} ${await response.text()}`);
     }
@@ -282,6 +288,7 @@ export class System {
         PLUGIN_SOCKET_DIRS: join(this.stateDir, 'sockets'),
         // The scenarios register many plugins from one address.
         RATE_LIMIT_MAX: '100000',
+        ...this.options.apiEnv,
       },
       ready: (e) => /^Server listening at /.test(e.msg ?? ''),
     });
@@ -289,6 +296,8 @@ export class System {
       app: 'plugin-watcher',
       env: {
         ...shared,
+        // The watcher checks every dial with the API's endpoint policy.
+        PLUGIN_SOCKET_DIRS: join(this.stateDir, 'sockets'),
         WATCHER_MODE: 'shared',
         REPLICA_ID: 'plugin-watcher-1',
         PROBE_HOST: '127.0.0.1',

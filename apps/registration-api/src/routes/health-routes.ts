@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { errorMessage } from '@slicekeeper/errors';
 import { HttpError } from '../http-error';
+import { isRedisUnavailable } from '../plugins/error-handler';
 import { errorSchema } from '../schemas/error';
 
 export interface HealthRoutesOptions {
@@ -54,7 +55,8 @@ export function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions)
           }),
         ]);
       } catch (error) {
-        throw new HttpError(503, 'not-ready', `redis: ${errorMessage(error)}`);
+        const reason = isRedisUnavailable(error) ? 'unavailable' : errorMessage(error);
+        throw new HttpError(503, 'not-ready', `redis: ${reason}`);
       } finally {
         clearTimeout(timer);
       }

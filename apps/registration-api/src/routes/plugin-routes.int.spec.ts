@@ -155,12 +155,44 @@ describe('plugin routes', () => {
       expect(res.json()).toMatchObject({ code: 'too-many-endpoints' });
       expect((await register({ node: 'node-a', endpoint: socket('gpu-0') })).statusCode).toBe(200);
     });
+
+    it('answers 409 beyond the drivers one node may have, however many arrive at once', async () => {
+      await h.close();
+      h = await new ApiHarness({
+        redisUrl: server.url,
+        prefix: uniquePrefix('api'),
+        maxDriversPerNode: 3,
+      }).ready();
+      const drivers = Array.from({ length: 8 }, (_, i) => `d${i}.example.com`);
+      for (const driver of drivers)
+        h.prober.plugins.set(socket(driver), { ...gpuInfo, name: driver });
+      const answers = await Promise.all(
+        drivers.map((driver) => register({ node: 'node-a', endpoint: socket(driver) }, nodeA)),
+      );
+      expect(answers.filter((res) => res.statusCode === 201)).toHaveLength(3);
+      const refused = answers.filter((res) => res.statusCode === 409);
+      expect(refused).toHaveLength(5);
+      expect(refused[0]?.json()).toMatchObject({
+        code: 'too-many-drivers',
+        message: expect.stringContaining('node node-a already has 3 drivers') as unknown,
+      });
+      // Another node has a budget of its own.
+      expect((await register({ node: 'node-b', endpoint: GPU })).statusCode).toBe(201);
+    });
+
+    it('asks for a sync of every registration, so that a restarted driver is published at once', async () => {
+      await register({ node: 'node-a', endpoint: GPU });
+      const jobs = await h.queue.queue.getJobs(['waiting']);
+      expect(jobs.map((job) => job.data)).toEqual([
+        { node: 'node-a', driver: 'gpu.example.com', reason: 'registered' },
+      ]);
+    });
   });
 
   describe('DELETE /v1/plugins/{node}/{driver}', () => {
     const key = { node: 'node-a', driver: 'gpu.example.com' };
 
-    it('removes one endpoint, then the rest, leaving a tombstone and a sync job', async () => {
+    it('removes one endpoint, then the rest, recording the removal and asking for a sync', async () => {
       await register({ node: 'node-a', endpoint: GPU });
       await register({ node: 'node-a', endpoint: socket('gpu-v2') });
       const one = await h.app.inject({
@@ -172,7 +204,7 @@ describe('plugin routes', () => {
       expect(
         one.json<{ removed: { endpoint: string }[] }>().removed.map((r) => r.endpoint),
       ).toEqual([GPU]);
-      expect(await h.store.tombstones(new Date(Date.now() + 1000))).toEqual([]);
+      expect(await h.store.removal(key)).toBeUndefined();
       const rest = await h.app.inject({
         method: 'DELETE',
         url: '/v1/plugins/node-a/gpu.example.com',
@@ -180,11 +212,37 @@ describe('plugin routes', () => {
       });
       expect(rest.statusCode).toBe(200);
       expect(await h.store.get(key)).toEqual([]);
-      expect((await h.store.tombstones(new Date(Date.now() + 1000))).map((t) => t.key)).toEqual([
-        key,
-      ]);
+      const removal = await h.store.removal(key);
+      // The API's default grace (REMOVAL_GRACE, 30 s): a restarting driver keeps its slices.
+      expect((removal?.withdrawAt ?? 0) - (removal?.removedAt ?? 0)).toBe(30_000);
+      // One sync of the key waits (the registration's, which the removal's joined).
       const jobs = await h.queue.queue.getJobs(['waiting']);
-      expect(jobs.map((job) => job.data)).toEqual([{ ...key, reason: 'removed' }]);
+      expect(jobs.map((job) => ({ node: job.data.node, driver: job.data.driver }))).toEqual([key]);
+    });
+
+    it('takes the grace from the request, and refuses one that is not a duration', async () => {
+      await register({ node: 'node-a', endpoint: GPU });
+      const now = await h.app.inject({
+        method: 'DELETE',
+        url: '/v1/plugins/node-a/gpu.example.com?grace=0s',
+        headers: admin,
+      });
+      expect(now.statusCode).toBe(200);
+      const removal = await h.store.removal(key);
+      expect(removal?.withdrawAt).toBe(removal?.removedAt);
+
+      await register({ node: 'node-a', endpoint: GPU });
+      expect(await h.store.removal(key)).toBeUndefined();
+      for (const grace of ['soon', '2d', '5h']) {
+        const bad = await h.app.inject({
+          method: 'DELETE',
+          url: `/v1/plugins/node-a/gpu.example.com?grace=${grace}`,
+          headers: admin,
+        });
+        expect(bad.statusCode).toBe(400);
+        expect(bad.json<{ message: string }>().message).toMatch(/grace/);
+      }
+      expect(await h.store.get(key)).toHaveLength(1);
     });
 
     it('answers 404 for a plugin or endpoint that is not registered', async () => {

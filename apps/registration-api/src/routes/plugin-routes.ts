@@ -6,7 +6,9 @@ import { admitPlugin } from '@slicekeeper/admission';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import { keyId, redisKeys, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, SyncReason } from '@slicekeeper/contracts';
+import { RegistrationRefusedError } from '@slicekeeper/registry';
 import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { parseDurationMs } from '@slicekeeper/config';
 import { HttpError } from '../http-error';
 import type { ApiMetrics } from '../plugins/api-metrics';
 import { authentication, authorizeNode, principalOf } from '../plugins/authentication';
@@ -41,8 +43,11 @@ export interface PluginRoutesOptions {
   /** Requests per token per window. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
-  /** Endpoints one driver may have on one node at once. */
-  maxEndpointsPerKey: number;
+  /**
+   * How long a removed plugin's slices stay unless it registers again, ms, when the request does
+   * not say (`?grace=`).
+   */
+  removalGraceMs: number;
   /** ResourcePublisher versions slicekeeper speaks; the contracts' list unless a test narrows it. */
   supportedVersions?: readonly string[];
 }
@@ -114,8 +119,19 @@ export async function pluginRoutes(
             : { supportedVersions: options.supportedVersions }),
           register: async (plugin) => {
             const key = { node, driver: plugin.driver };
-            await checkRoom(store, key, plugin.endpoint, options.maxEndpointsPerKey);
-            return store.add({ ...key, endpoint: plugin.endpoint, version: plugin.version });
+            await checkEndpointFree(store, key, plugin.endpoint);
+            try {
+              return await store.add({
+                ...key,
+                endpoint: plugin.endpoint,
+                version: plugin.version,
+              });
+            } catch (error) {
+              if (error instanceof RegistrationRefusedError) {
+                throw new HttpError(409, error.reason, error.message);
+              }
+              throw error;
+            }
           },
         });
       } catch (error) {
@@ -123,6 +139,12 @@ export async function pluginRoutes(
         throw error;
       }
       const { registration, created } = result.registered;
+      // Publish at once, even when the inventory is unchanged (a restarted driver whose slices
+      // were withdrawn); a no-op sync when its slices are still there.
+      await options.syncQueue.enqueue(
+        { node: registration.node, driver: registration.driver },
+        'registered',
+      );
       if (result.notifyError !== undefined) {
         log.warn({ err: result.notifyError }, 'plugin not told of its registration');
       }
@@ -146,7 +168,7 @@ export async function pluginRoutes(
         security: SECURITY,
         summary: 'Remove a plugin',
         description:
-          "Removes the driver's registration on the node (one endpoint with ?endpoint=), leaves a tombstone when none is left and asks for the key's sync, so that its slices are withdrawn even when no watcher runs.",
+          "Removes the driver's registration on the node (one endpoint with ?endpoint=). When none is left, its slices are withdrawn after the removal grace (?grace=, default REMOVAL_GRACE), even when no watcher runs, unless the plugin registers again before; nothing of it is published again until it does.",
         params: pluginParamsSchema,
         querystring: removePluginQuerySchema,
         response: { 200: removedSchema, ...errorResponses(404) },
@@ -155,7 +177,12 @@ export async function pluginRoutes(
     async (request) => {
       const key = { node: request.params.node, driver: request.params.driver };
       authorizeNode(request, key.node);
-      const removed = await store.remove(key, request.query.endpoint);
+      const { endpoint, grace } = request.query;
+      const removed = await store.remove(key, {
+        ...(endpoint === undefined ? {} : { endpoint }),
+        graceMs:
+          (grace === undefined ? undefined : parseDurationMs(grace)) ?? options.removalGraceMs,
+      });
       if (removed.length === 0) {
         throw new HttpError(
           404,
@@ -234,15 +261,14 @@ export async function pluginRoutes(
 }
 
 /**
- * Refuses (409) an endpoint that another driver on the node already has — one socket cannot be
- * two drivers — and a new endpoint beyond the per-driver limit, so that a token cannot make the
- * watchers open streams without bound.
+ * Refuses (409) an endpoint that another driver on the node already has: one socket cannot be
+ * two drivers. (The limits on endpoints per driver and drivers per node are the store's, checked
+ * atomically with the write; this check only guards against a driver that changed its name.)
  */
-async function checkRoom(
+async function checkEndpointFree(
   store: RegistrationStore,
   key: SliceKey,
   endpoint: string,
-  maxEndpoints: number,
 ): Promise<void> {
   let after: string | undefined;
   do {
@@ -257,14 +283,6 @@ async function checkRoom(
     }
     after = page.next;
   } while (after !== undefined);
-  const existing = await store.get(key);
-  if (!existing.some((r) => r.endpoint === endpoint) && existing.length >= maxEndpoints) {
-    throw new HttpError(
-      409,
-      'too-many-endpoints',
-      `plugin ${keyId(key)} already has ${existing.length} endpoints (at most ${maxEndpoints}); remove one first`,
-    );
-  }
 }
 
 function groupByKey(registrations: Registration[]) {

@@ -6,9 +6,13 @@ export const errorSchema = z
     code: z
       .string()
       .describe(
-        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, conflict, body-too-large, rate-limited, endpoint-forbidden, plugin-unreachable, …',
+        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, method-not-allowed, conflict, body-too-large, unsupported-media-type, rate-limited, endpoint-forbidden, plugin-unreachable, plugin-error, redis-unavailable, shutting-down, internal, …',
       ),
-    message: z.string().describe('What went wrong, for people.'),
+    message: z
+      .string()
+      .describe(
+        "What went wrong, for people. Text from elsewhere (a plugin's answer, the request) is escaped and cut at 512 characters.",
+      ),
     details: z
       .array(
         z

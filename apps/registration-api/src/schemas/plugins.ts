@@ -7,8 +7,15 @@ import {
   streamStateSchema,
   syncStatusSchema,
 } from '@slicekeeper/contracts';
+import { DURATION_RULE, parseDurationMs } from '@slicekeeper/config';
 import { parseEndpoint } from '@slicekeeper/proto';
 import { snapshotSummarySchema } from '@slicekeeper/registry';
+
+/**
+ * Longest path parameter the router takes, characters. Node names may be 253 characters; the
+ * router's default (100) would turn long ones into 404s. Longer ones are answered 400.
+ */
+export const MAX_PARAM_LENGTH = 300;
 
 /** Printable ASCII without spaces: no control characters, no look-alike Unicode. */
 const PRINTABLE = /^[\x21-\x7e]+$/;
@@ -79,8 +86,23 @@ export const removePluginQuerySchema = z
     endpoint: endpointSchema
       .optional()
       .describe('Remove only this endpoint; by default every endpoint of the driver on the node.'),
+    grace: z
+      .string()
+      .max(16)
+      .refine((value) => parseDurationMs(value) !== undefined, DURATION_RULE)
+      .refine(
+        (value) => (parseDurationMs(value) ?? 0) <= MAX_REMOVAL_GRACE_MS,
+        'must be at most 1h',
+      )
+      .optional()
+      .describe(
+        "How long the plugin's slices stay unless it registers again (`0s`: withdraw now). Default: the API's REMOVAL_GRACE.",
+      ),
   })
   .strict();
+
+/** The longest removal grace a request may ask for, ms. */
+export const MAX_REMOVAL_GRACE_MS = 3_600_000;
 
 export const listPluginsQuerySchema = z
   .object({

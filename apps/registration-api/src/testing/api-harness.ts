@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { EndpointPolicy, TokenAuthority, admissionError } from '@slicekeeper/admission';
 import type {
   AdmittedEndpoint,
@@ -10,9 +10,11 @@ import type {
   RegistrationOutcome,
 } from '@slicekeeper/admission';
 import { redisKeys } from '@slicekeeper/contracts';
+import { TransientError } from '@slicekeeper/errors';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
-import { SyncQueue } from '@slicekeeper/queue';
+import type { SyncQueue } from '@slicekeeper/queue';
 import { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { ApiRedis } from '../api-redis';
 import { buildApp } from '../app';
 import type { AppOptions } from '../app';
 
@@ -33,8 +35,16 @@ export const gpuInfo: PluginInfo = {
   supportedVersions: ['v1.ResourcePublisher'],
 };
 
-/** How the fake plugin behind an endpoint behaves. */
-export type FakePlugin = PluginInfo | 'unimplemented' | 'timeout' | 'unreachable';
+/**
+ * How the fake plugin behind an endpoint behaves: answers GetInfo, does not serve it, is silent,
+ * cannot be dialled, or fails GetInfo with an error text of its own (`{ getInfoError }`).
+ */
+export type FakePlugin =
+  | PluginInfo
+  | 'unimplemented'
+  | 'timeout'
+  | 'unreachable'
+  | { getInfoError: string };
 
 /**
  * A prober that dials nothing: it records every connect (so tests can prove no dial happened)
@@ -44,6 +54,10 @@ export class SpyProber implements PluginProber {
   readonly connects: string[] = [];
   readonly told: { endpoint: string; outcome: RegistrationOutcome }[] = [];
   readonly plugins = new Map<string, FakePlugin>();
+  /** Endpoints whose plugin fails NotifyRegistrationStatus, with the error text it sends. */
+  readonly notifyErrors = new Map<string, string>();
+  /** Runs before each GetInfo; a test holds a probe here (e.g. to stop Redis meanwhile). */
+  beforeGetInfo: ((endpoint: string) => Promise<void>) | undefined;
 
   connect(endpoint: AdmittedEndpoint): Promise<PluginSession> {
     this.connects.push(endpoint.endpoint);
@@ -54,21 +68,32 @@ export class SpyProber implements PluginProber {
       );
     }
     return Promise.resolve({
-      getInfo: () => {
-        if (plugin === 'unimplemented') return Promise.resolve(undefined);
+      getInfo: async () => {
+        await this.beforeGetInfo?.(endpoint.endpoint);
+        if (plugin === 'unimplemented') return undefined;
         if (plugin === 'timeout') {
-          return Promise.reject(
-            admissionError(
-              'plugin-timeout',
-              `GetInfo ${endpoint.endpoint}: no answer within 1000ms`,
-            ),
+          throw admissionError(
+            'plugin-timeout',
+            `GetInfo ${endpoint.endpoint}: no answer within 1000ms`,
           );
         }
-        return Promise.resolve(plugin);
+        if ('getInfoError' in plugin) {
+          // As GrpcPluginProber reports a gRPC error: the plugin's own text after the context.
+          throw admissionError(
+            'plugin-error',
+            `GetInfo ${endpoint.endpoint}: ${plugin.getInfoError}`,
+          );
+        }
+        return plugin;
       },
       notify: (outcome) => {
         this.told.push({ endpoint: endpoint.endpoint, outcome });
-        return Promise.resolve();
+        const error = this.notifyErrors.get(endpoint.endpoint);
+        return error === undefined
+          ? Promise.resolve()
+          : Promise.reject(
+              new TransientError(`NotifyRegistrationStatus ${endpoint.endpoint}: ${error}`),
+            );
       },
       close: () => undefined,
     });
@@ -80,6 +105,9 @@ export interface HarnessOptions extends Partial<AppOptions> {
   /** A prefix no other test uses (`uniquePrefix` of libs/testing). */
   prefix: string;
   bodyLimitBytes?: number;
+  /** The registry's limits (the store enforces them). */
+  maxEndpointsPerKey?: number;
+  maxDriversPerNode?: number;
 }
 
 /** A built (not listening) API over a private Redis, with a spy prober and captured logs. */
@@ -90,16 +118,13 @@ export class ApiHarness {
   readonly prober: SpyProber;
   readonly store: RegistrationStore;
   readonly queue: SyncQueue;
+  readonly connections: ApiRedis;
   /** Every log line the API wrote, parsed. */
   readonly logs: Record<string, unknown>[] = [];
   readonly rawLogs: string[] = [];
 
   constructor(options: HarnessOptions) {
     this.prefix = options.prefix;
-    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-    this.prober = new SpyProber();
-    this.store = new RegistrationStore({ redis: this.redis, prefix: this.prefix });
-    this.queue = new SyncQueue({ connection: this.redis, prefix: this.prefix });
     const destination = new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
         const line = chunk.toString();
@@ -108,8 +133,24 @@ export class ApiHarness {
         callback();
       },
     });
+    const logger = createLogger({ service: 'registration-api', level: 'debug', destination });
+    // The connection main.ts makes: failing fast while Redis is down, its outages logged.
+    this.connections = new ApiRedis({ url: options.redisUrl, prefix: this.prefix, logger });
+    this.redis = this.connections.connection;
+    this.prober = new SpyProber();
+    this.store = new RegistrationStore({
+      redis: this.redis,
+      prefix: this.prefix,
+      ...(options.maxEndpointsPerKey === undefined
+        ? {}
+        : { maxEndpointsPerKey: options.maxEndpointsPerKey }),
+      ...(options.maxDriversPerNode === undefined
+        ? {}
+        : { maxDriversPerNode: options.maxDriversPerNode }),
+    });
+    this.queue = this.connections.syncQueue;
     this.app = buildApp({
-      logger: createLogger({ service: 'registration-api', level: 'debug', destination }),
+      logger,
       store: this.store,
       statusReader: new KeyStatusReader({ redis: this.redis, prefix: this.prefix }),
       syncQueue: this.queue,
@@ -118,6 +159,8 @@ export class ApiHarness {
         socketDirectories: [SOCKET_DIR],
         tcpHosts: ['10.0.0.0/8', 'gpu.drivers.svc'],
         lookup: () => Promise.resolve(['10.0.0.9']),
+        // The socket directory exists on a node, not here: paths are their own real paths.
+        fileSystem: { realpath: (path) => Promise.resolve(path), lstat: () => Promise.resolve({}) },
       }),
       tokens: new TokenAuthority({
         tokens: [
@@ -170,7 +213,6 @@ export class ApiHarness {
 
   async close(): Promise<void> {
     await this.app.close();
-    await this.queue.close();
-    this.redis.disconnect();
+    await this.connections.close();
   }
 }

@@ -63,6 +63,10 @@ export class ScriptedCall {
   send(inventory: DriverInventory): void {
     this.handlers.message(inventory);
   }
+  /** Reports a message the connector could not use; `callEnded` as for a too large one. */
+  reject(problem: string, callEnded = false): void {
+    this.handlers.rejected({ problem, callEnded });
+  }
   end(): void {
     this.handlers.end();
   }
@@ -105,7 +109,9 @@ export class ScriptedConnector {
  * The snapshot writer's semantics in memory: equal inventory → unchanged; else the next
  * generation. Each call takes a few turns of the event loop, like a Redis round trip.
  */
-export class MemoryWriter implements Pick<SnapshotWriter, 'store' | 'withdraw' | 'writeState'> {
+export class MemoryWriter
+  implements Pick<SnapshotWriter, 'store' | 'reject' | 'withdraw' | 'writeState'>
+{
   readonly snapshots = new Map<string, { generation: number; endpoint: string; json: string }>();
   readonly states = new Map<string, StreamState>();
   stores = 0;
@@ -119,6 +125,22 @@ export class MemoryWriter implements Pick<SnapshotWriter, 'store' | 'withdraw' |
     this.generation++;
     this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json });
     return { kind: 'stored', generation: this.generation, bytes: json.length };
+  }
+
+  /** Stores a rejection as the snapshot; `rejection(key)` reads it back. */
+  async reject(key: SliceKey, endpoint: string, problem: string): Promise<StoreResult> {
+    await roundTrip();
+    this.stores++;
+    const json = JSON.stringify({ rejected: problem });
+    if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
+    this.generation++;
+    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json });
+    return { kind: 'stored', generation: this.generation, bytes: json.length };
+  }
+
+  rejection(key: SliceKey = KEY): string | undefined {
+    const json = this.snapshots.get(keyId(key))?.json;
+    return json === undefined ? undefined : (JSON.parse(json) as { rejected?: string }).rejected;
   }
 
   async withdraw(key: SliceKey): Promise<WithdrawResult> {

@@ -62,7 +62,7 @@ export interface Pool {
    * so far it is used as is; otherwise slicekeeper manages the generation itself.
    */
   generation?:
-    | number
+    | bigint
     | undefined;
   /**
    * Which nodes can reach the devices. Unset means node-local: only the plugin's node
@@ -170,7 +170,7 @@ export interface DeviceAttribute {
   value:
     | //
     /** A 64-bit integer (slicekeeper carries values within +-2^53 exactly). */
-    { $case: "intValue"; value: number }
+    { $case: "intValue"; value: bigint }
     | { $case: "boolValue"; value: boolean }
     | //
     /** At most 64 bytes. */
@@ -384,6 +384,9 @@ export const Pool: MessageFns<Pool> = {
       writer.uint32(10).string(message.name);
     }
     if (message.generation !== undefined) {
+      if (BigInt.asIntN(64, message.generation) !== message.generation) {
+        throw new globalThis.Error("value provided for field message.generation of type int64 too large");
+      }
       writer.uint32(16).int64(message.generation);
     }
     switch (message.nodeScope?.$case) {
@@ -432,7 +435,7 @@ export const Pool: MessageFns<Pool> = {
               break;
             }
 
-            message.generation = longToNumber(reader.int64());
+            message.generation = reader.int64() as bigint;
             continue;
           }
           case 3: {
@@ -490,7 +493,7 @@ export const Pool: MessageFns<Pool> = {
   fromJSON(object: any): Pool {
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
-      generation: isSet(object.generation) ? globalThis.Number(object.generation) : undefined,
+      generation: isSet(object.generation) ? BigInt(object.generation) : undefined,
       nodeScope: isSet(object.allNodes)
         ? { $case: "allNodes", value: globalThis.Boolean(object.allNodes) }
         : isSet(object.all_nodes)
@@ -516,7 +519,7 @@ export const Pool: MessageFns<Pool> = {
       obj.name = message.name;
     }
     if (message.generation !== undefined) {
-      obj.generation = Math.round(message.generation);
+      obj.generation = message.generation.toString();
     }
     if (message.nodeScope?.$case === "allNodes") {
       obj.allNodes = message.nodeScope.value;
@@ -541,7 +544,9 @@ export const Pool: MessageFns<Pool> = {
   fromPartial(object: DeepPartial<Pool>): Pool {
     const message = createBasePool();
     message.name = object.name ?? "";
-    message.generation = object.generation ?? undefined;
+    message.generation = (object.generation !== undefined && object.generation !== null)
+      ? BigInt(object.generation)
+      : undefined;
     switch (object.nodeScope?.$case) {
       case "allNodes": {
         if (object.nodeScope?.value !== undefined && object.nodeScope?.value !== null) {
@@ -1294,6 +1299,9 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
   encode(message: DeviceAttribute, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     switch (message.value?.$case) {
       case "intValue":
+        if (BigInt.asIntN(64, message.value.value) !== message.value.value) {
+          throw new globalThis.Error("value provided for field message.value.value of type int64 too large");
+        }
         writer.uint32(8).int64(message.value.value);
         break;
       case "boolValue":
@@ -1327,7 +1335,7 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
               break;
             }
 
-            message.value = { $case: "intValue", value: longToNumber(reader.int64()) };
+            message.value = { $case: "intValue", value: reader.int64() as bigint };
             continue;
           }
           case 2: {
@@ -1369,9 +1377,9 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
   fromJSON(object: any): DeviceAttribute {
     return {
       value: isSet(object.intValue)
-        ? { $case: "intValue", value: globalThis.Number(object.intValue) }
+        ? { $case: "intValue", value: BigInt(object.intValue) }
         : isSet(object.int_value)
-        ? { $case: "intValue", value: globalThis.Number(object.int_value) }
+        ? { $case: "intValue", value: BigInt(object.int_value) }
         : isSet(object.boolValue)
         ? { $case: "boolValue", value: globalThis.Boolean(object.boolValue) }
         : isSet(object.bool_value)
@@ -1391,7 +1399,7 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
   toJSON(message: DeviceAttribute): unknown {
     const obj: any = {};
     if (message.value?.$case === "intValue") {
-      obj.intValue = Math.round(message.value.value);
+      obj.intValue = message.value.value.toString();
     } else if (message.value?.$case === "boolValue") {
       obj.boolValue = message.value.value;
     } else if (message.value?.$case === "stringValue") {
@@ -1410,7 +1418,7 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
     switch (object.value?.$case) {
       case "intValue": {
         if (object.value?.value !== undefined && object.value?.value !== null) {
-          message.value = { $case: "intValue", value: object.value.value };
+          message.value = { $case: "intValue", value: BigInt(object.value.value) };
         }
         break;
       }
@@ -2155,23 +2163,23 @@ export const ResourcePublisherClient = makeGenericClientConstructor(
   serviceName: string;
 };
 
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
-export type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+export type DeepPartial<T> = T extends bigint ? string | number | bigint
+  : T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
   : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
 
 function toTimestamp(date: Date): Timestamp {
-  const seconds = Math.trunc(date.getTime() / 1_000);
+  const seconds = BigInt(Math.trunc(date.getTime() / 1_000));
   const nanos = (date.getTime() % 1_000) * 1_000_000;
   return { seconds, nanos };
 }
 
 function fromTimestamp(t: Timestamp): Date {
-  let millis = (t.seconds || 0) * 1_000;
+  let millis = (globalThis.Number(t.seconds.toString()) || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis);
 }
@@ -2184,17 +2192,6 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
-}
-
-function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
-  return num;
 }
 
 function isObject(value: any): boolean {

@@ -1,0 +1,49 @@
+import { status } from '@grpc/grpc-js';
+import { rejectedMessageProblem } from './grpc-errors';
+
+describe('rejectedMessageProblem', () => {
+  const cases: [
+    name: string,
+    error: { code: number; details: string },
+    problem: string | undefined,
+  ][] = [
+    [
+      'too-large',
+      {
+        code: status.RESOURCE_EXHAUSTED,
+        details: 'Received message larger than max (21000000 vs 16777216)',
+      },
+      'message of 21000000 bytes exceeds the limit of 16777216 bytes',
+    ],
+    [
+      'too-large-decompressed',
+      {
+        code: status.RESOURCE_EXHAUSTED,
+        details: 'Received message that decompresses to a size larger than 16777216',
+      },
+      'message exceeds the limit of 16777216 bytes once decompressed',
+    ],
+    [
+      'undecodable',
+      { code: status.INTERNAL, details: 'Response message parsing error: invalid wire type 7' },
+      'message does not decode: invalid wire type 7',
+    ],
+    ['driver-exhausted', { code: status.RESOURCE_EXHAUSTED, details: 'out of memory' }, undefined],
+    ['driver-internal', { code: status.INTERNAL, details: 'panic: nil map' }, undefined],
+    [
+      'wrong-code',
+      { code: status.UNAVAILABLE, details: 'Received message larger than max (2 vs 1)' },
+      undefined,
+    ],
+  ];
+
+  it.each(cases)('%s', (_, error, problem) => {
+    expect(rejectedMessageProblem(error)).toBe(problem);
+  });
+
+  it('is undefined for anything but a gRPC status', () => {
+    expect(rejectedMessageProblem(new Error('Received message larger than max (2 vs 1)'))).toBe(
+      undefined,
+    );
+  });
+});
