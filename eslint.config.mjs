@@ -18,8 +18,8 @@ const mayDependOn = {
   // Tooling (kube emulator, local stack, deploy checks, e2e harness) runs on top of production
   // code and may use tooling and test support.
   'type:tooling': ['type:lib', 'type:domain', 'type:tooling', 'type:testing'],
-  // Test support (libs/testing) uses production libs, and tooling for the one Redis launcher,
-  // free-port and repo-root helpers of libs/local-stack (STYLE.md rule 20).
+  // Test support (libs/testing) uses production libs, and tooling for the one process supervisor,
+  // Redis launcher, free-port and repo-root helpers of libs/local-stack (STYLE.md rule 20).
   'type:testing': ['type:lib', 'type:domain', 'type:testing', 'type:tooling'],
 };
 
@@ -144,6 +144,23 @@ export default [
               message: 'Test doubles are for specs and benchmarks only (STYLE.md rule 20).',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // libs/state alone names Redis keys (issue 14): every record has one owner, its repository.
+    // A name built elsewhere (`${prefix}:{…}:…`, `${prefix}:known-keys`) bypasses it.
+    basePath: import.meta.dirname,
+    files: ['**/*.ts'],
+    ignores: [...testCode, ...nonProductionRoots, 'libs/state/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'TemplateElement[value.raw=/^:(\\{|[a-z][a-z-]*(:|$))/]',
+          message:
+            'Redis keys are named in libs/state only: use its repositories (@slicekeeper/state).',
         },
       ],
     },

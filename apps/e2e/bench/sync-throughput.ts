@@ -5,12 +5,12 @@
  * streams would measure the bench's drivers, not the syncers).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { keyId, redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
+import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, SliceKey, SyncReason } from '@slicekeeper/contracts';
 import { fromDriverInventory, toDriverInventory } from '@slicekeeper/proto';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/registry';
-import { SnapshotWriter } from '@slicekeeper/watcher';
+import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
 import type { Redis } from 'ioredis';
 import { gpuInventory, inParallel } from '../src/harness';
 import type { System } from '../src/harness';

@@ -8,8 +8,7 @@ import {
   parseConfig,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
-
-const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+import { isDns1123Label } from '@slicekeeper/contracts';
 
 export const localStackConfigSchema = z.object({
   REDIS_URL: envUrl(
@@ -41,7 +40,7 @@ export const localStackConfigSchema = z.object({
         .map((node) => node.trim())
         .filter((node) => node !== ''),
     )
-    .refine((nodes) => nodes.length > 0 && nodes.every((node) => NODE_NAME.test(node)), {
+    .refine((nodes) => nodes.length > 0 && nodes.every(isDns1123Label), {
       message: 'must be a comma-separated list of node names (lowercase RFC 1123 labels)',
     })
     .describe('Comma-separated nodes to run one example driver on each.'),

@@ -1,46 +1,28 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { SupervisedProcess, tsxCommand } from '@slicekeeper/local-stack';
 import { repoRoot, waitFor } from '@slicekeeper/testing';
 
 const run = promisify(execFile);
 
 /** `npm start`, as a user runs it, with its own state directory. */
 class StackProcess {
-  readonly child: ChildProcess;
+  readonly process: SupervisedProcess;
   readonly lines: string[] = [];
-  readonly exited: Promise<number | null>;
   readonly startedAt = Date.now();
 
   constructor(env: Record<string, string>) {
-    this.child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--conditions=@slicekeeper/source',
-        join(repoRoot, 'apps/local-stack/src/main.ts'),
-      ],
-      {
-        cwd: repoRoot,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NO_COLOR: '1', ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    this.exited = new Promise((resolve) => {
-      this.child.once('close', (code) => {
-        resolve(code);
-      });
+    this.process = new SupervisedProcess({
+      name: 'npm start',
+      ...tsxCommand(join(repoRoot, 'apps/local-stack/src/main.ts')),
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NO_COLOR: '1', ...env },
+      onLine: (line) => this.lines.push(line),
     });
-    for (const stream of [this.child.stdout, this.child.stderr]) {
-      if (stream !== null) createInterface({ input: stream }).on('line', (l) => this.lines.push(l));
-    }
   }
 
   hasLine(pattern: RegExp): boolean {
@@ -50,7 +32,7 @@ class StackProcess {
   /** Every process the stack started (its direct children), by pid. */
   childPids(): number[] {
     try {
-      return execFileSync('pgrep', ['-P', String(this.child.pid)], { encoding: 'utf8' })
+      return execFileSync('pgrep', ['-P', String(this.process.pid)], { encoding: 'utf8' })
         .split('\n')
         .filter((line) => line.trim() !== '')
         .map(Number);
@@ -64,7 +46,7 @@ class StackProcess {
   }
 
   /** The exit code, or 'timeout' when the stack is still running after `ms`. */
-  async exitWithin(ms: number): Promise<number | null | 'timeout'> {
+  async exitWithin(ms: number): Promise<number | NodeJS.Signals | 'timeout'> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => {
@@ -72,7 +54,7 @@ class StackProcess {
       }, ms);
     });
     try {
-      return await Promise.race([this.exited, timeout]);
+      return await Promise.race([this.process.exited, timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -112,10 +94,7 @@ describe('npm start (the local stack)', () => {
   afterAll(async () => {
     for (const stack of started) {
       for (const pid of stack.childPids()) pidsSeen.add(pid);
-      if (stack.child.exitCode === null && stack.child.signalCode === null) {
-        stack.child.kill('SIGKILL');
-        await stack.exited;
-      }
+      await stack.process.kill();
     }
     for (const pid of pidsSeen) if (alive(pid)) process.kill(pid, 'SIGKILL');
     await new Promise<void>((resolve) => {
@@ -165,7 +144,7 @@ describe('npm start (the local stack)', () => {
     // redis, the emulator, the API, the watcher, two syncers, two drivers (and tsx's esbuild).
     expect(children.length).toBeGreaterThanOrEqual(8);
 
-    stack.child.kill('SIGINT');
+    stack.process.signal('SIGINT');
     const code = await stack.exitWithin(30_000);
     expect(code).toBe(0);
     // The services are gone before the stack exits; tsx's esbuild helper leaves a moment after.

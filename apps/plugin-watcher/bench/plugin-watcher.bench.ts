@@ -16,8 +16,6 @@
  * as it can; each message is a real change, so every stored one is a Redis write + enqueue.
  * Bounded: every wait has a timeout, and the whole run takes a few minutes at most.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { credentials } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import type { DriverInventory } from '@slicekeeper/contracts';
@@ -25,8 +23,8 @@ import { DriverServer } from '@slicekeeper/driver-kit';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { publisher } from '@slicekeeper/proto';
 import { SyncQueue } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/registry';
-import { RedisServer } from '@slicekeeper/testing';
+import { RegistrationStore } from '@slicekeeper/state';
+import { RedisServer, SupervisedProcess, tsxCommand } from '@slicekeeper/local-stack';
 import { PluginWatcher } from '@slicekeeper/watcher';
 
 const DRIVER = 'gpu.example.com';
@@ -190,25 +188,27 @@ function floor(count: number, endpoints: string[]): void {
 
 /* ───────────────────────────── orchestrator ───────────────────────────── */
 
+/** This file run again in another role (`farm`, `watcher`, `floor`), talking over IPC. */
 class Child {
   private readonly waiting: ((m: Message) => boolean)[] = [];
   /** Messages that arrived before anyone waited for them. */
   private readonly unclaimed: Message[] = [];
-  readonly process: ChildProcess;
+  private readonly process: SupervisedProcess;
   constructor(args: string[], env: Record<string, string> = {}) {
-    this.process = spawn(
-      process.execPath,
-      ['--import', 'tsx', '--conditions=@slicekeeper/source', __filename, ...args],
-      {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        env: { ...process.env, ...env },
+    this.process = new SupervisedProcess({
+      name: `bench ${args[0] ?? ''}`,
+      ...tsxCommand(__filename, ...args),
+      env: { ...process.env, ...env },
+      onLine: (line, stream) => process[stream].write(`${line}\n`),
+      onMessage: (message) => {
+        const index = this.waiting.findIndex((accept) => accept(message as Message));
+        if (index >= 0) this.waiting.splice(index, 1);
+        else this.unclaimed.push(message as Message);
       },
-    );
-    this.process.on('message', (message: Message) => {
-      const index = this.waiting.findIndex((accept) => accept(message));
-      if (index >= 0) this.waiting.splice(index, 1);
-      else this.unclaimed.push(message);
     });
+  }
+  send(message: { kind: string }): void {
+    this.process.send(message);
   }
   next<K extends Message['kind']>(
     kind: K,
@@ -233,7 +233,7 @@ class Child {
   }
   async stats(): Promise<Extract<Message, { kind: 'stats' }>> {
     const reply = this.next('stats', 30_000);
-    this.process.send({ kind: 'stats' });
+    this.send({ kind: 'stats' });
     return reply;
   }
   /** Polls stats until `done` holds; returns the last. */
@@ -250,14 +250,7 @@ class Child {
     }
   }
   kill(): Promise<void> {
-    if (this.process.exitCode !== null || this.process.signalCode !== null)
-      return Promise.resolve();
-    return new Promise((resolve) => {
-      this.process.once('exit', () => {
-        resolve();
-      });
-      this.process.kill('SIGKILL');
-    });
+    return this.process.kill();
   }
 }
 
@@ -294,7 +287,7 @@ async function measure(
   const expected = connected.messages + count * STORM_ROUNDS;
   const stormStart = await child.stats();
   const t0 = Date.now();
-  farmChild.process.send({ kind: 'storm' });
+  farmChild.send({ kind: 'storm' });
   await farmChild.next('storm-done');
   const stormEnd = await child.until((s) => s.messages >= expected, 120_000);
   const seconds = (Date.now() - t0) / 1000;

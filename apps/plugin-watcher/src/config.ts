@@ -55,6 +55,10 @@ export const pluginWatcherConfigSchema = z
     ...endpointPolicyEnv,
     PROBE_PORT: envPort(9090, 'Port of /metrics, /healthz and /readyz.'),
     PROBE_HOST: z.string().default('0.0.0.0').describe('Address the probe server listens on.'),
+    SHUTDOWN_TIMEOUT: envDurationMs(
+      '30s',
+      'How long closing the streams and releasing the leases may take on SIGTERM.',
+    ),
     LOG_LEVEL: envLogLevel(),
   })
   .superRefine((config, ctx) => {

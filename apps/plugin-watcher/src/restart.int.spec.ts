@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { redisKeys, streamStateSchema, syncStatusSchema } from '@slicekeeper/contracts';
+import { streamStateSchema, syncStatusSchema } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { SyncQueue } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore } from '@slicekeeper/state';
 import { RedisServer, ServiceProcess, uniquePrefix, waitFor } from '@slicekeeper/testing';
 
 const key = { node: 'node-a', driver: 'gpu.example.com' };

@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { redisKeys } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 
 const ROOT = resolve(__dirname, '../../..');

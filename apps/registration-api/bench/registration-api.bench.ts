@@ -21,11 +21,11 @@ import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { EndpointPolicy, GrpcPluginProber, TokenAuthority } from '@slicekeeper/admission';
-import { redisKeys } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { registration } from '@slicekeeper/proto';
 import { SyncQueue } from '@slicekeeper/queue';
-import { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
 import { RedisServer } from '@slicekeeper/testing';
 import { buildApp } from '../src/app';
 

@@ -1,26 +1,11 @@
-import { Redis } from 'ioredis';
-import type { RedisOptions } from 'ioredis';
-import { logRedisOutages } from '@slicekeeper/observability';
-import type { Logger } from '@slicekeeper/observability';
+import type { Redis, RedisOptions } from 'ioredis';
 import { SyncQueue } from '@slicekeeper/queue';
-
-export interface ApiRedisOptions {
-  /** `redis://[:password@]host:port[/db]` or `rediss://…`. */
-  url: string;
-  /** slicekeeper's Redis prefix. */
-  prefix: string;
-  /** Where the outage lines go. */
-  logger: Logger;
-  /** Name shown by `CLIENT LIST`. @defaultValue `'registration-api'` */
-  connectionName?: string;
-  /** How long a command may wait for its reply, ms, before the request answers 503. @defaultValue 1000 */
-  commandTimeoutMs?: number;
-}
+import type { RedisFactory } from '@slicekeeper/runtime';
 
 /**
  * ioredis options of a connection that serves HTTP requests: fail at once while Redis is down
- * instead of holding requests until it is back (the shared `createRedisConnection` waits, as
- * workers should: a Redis restart must delay their work, not lose it).
+ * instead of holding requests until it is back (the default connection waits, as workers
+ * should: a Redis restart must delay their work, not lose it).
  * - `enableOfflineQueue: false`: a command sent while disconnected is rejected at once
  *   ("Stream isn't writeable…") instead of queued until reconnection; the pattern BullMQ
  *   documents for a Queue that adds jobs from an HTTP endpoint ("Failing fast when Redis is
@@ -30,52 +15,32 @@ export interface ApiRedisOptions {
  *   one reconnect attempt, and rejected if that fails, instead of waiting for ever.
  * - `commandTimeout`: a Redis that accepts commands and never answers (hung, partitioned) fails
  *   requests after that long rather than holding them.
- * - Reconnects back off as the shared factory's do, up to 2 s.
+ * - Reconnects back off as the default connection's do, up to 2 s (`createRedisConnection`).
  */
-function failFastRedisOptions(commandTimeoutMs = 1000): RedisOptions {
+export function failFastRedisOptions(commandTimeoutMs = 1000): RedisOptions {
   return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: commandTimeoutMs,
-    enableReadyCheck: true,
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
   };
 }
 
-/**
- * The API's one Redis connection — shared by the registration store, the status reader, the
- * rate limiter and the sync queue (a BullMQ Queue uses the client it is given as it is) — set to
- * fail fast ({@link failFastRedisOptions}), with its outages logged once each, for the client
- * and the queue that re-emits its errors (which BullMQ would otherwise print raw on stderr).
- */
-export class ApiRedis {
+/** The API's one Redis connection and the sync queue on it. */
+export interface ApiConnection {
   readonly connection: Redis;
   readonly syncQueue: SyncQueue;
-  private closing: Promise<void> | undefined;
+}
 
-  constructor(options: ApiRedisOptions) {
-    const connectionName = options.connectionName ?? 'registration-api';
-    this.connection = new Redis(options.url, {
-      ...failFastRedisOptions(options.commandTimeoutMs),
-      connectionName,
-    });
-    this.syncQueue = new SyncQueue({ connection: this.connection, prefix: options.prefix });
-    logRedisOutages({
-      logger: options.logger,
-      sources: [this.connection, this.syncQueue.queue],
-      fields: { connection: connectionName },
-    });
-  }
-
-  /** Closes the queue, then the connection (at once when Redis is down). Idempotent. */
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.syncQueue.close();
-      // QUIT is refused while disconnected (no offline queue): there is nothing to flush then.
-      await this.connection.quit().catch(() => {
-        this.connection.disconnect();
-      });
-    })();
-    return this.closing;
-  }
+/**
+ * Opens the API's one Redis connection — shared by the registration store, the status reader,
+ * the rate limiter and the sync queue (a BullMQ Queue uses the client it is given as it is) —
+ * set to fail fast ({@link failFastRedisOptions}), with the queue that re-emits its errors in
+ * its outage log (BullMQ would otherwise print them raw on stderr). The queue is the caller's
+ * to close; the connection is `redis`'s.
+ */
+export function openApiConnection(redis: RedisFactory, prefix: string): ApiConnection {
+  const connection = redis.open('registration-api', failFastRedisOptions());
+  const syncQueue = new SyncQueue({ connection, prefix });
+  redis.addErrorSources(connection, syncQueue.queue);
+  return { connection, syncQueue };
 }

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import type { Logger } from '@slicekeeper/observability';
-import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
 import { boundedProber } from './bounded-prober';
 import { ApiMetrics } from './plugins/api-metrics';
 import { apiDocs } from './plugins/api-docs';

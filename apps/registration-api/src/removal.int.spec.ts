@@ -1,6 +1,7 @@
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
+import { syncStatusSchema } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { InventorySnapshot, SliceKey } from '@slicekeeper/contracts';
 import { KubeSliceClient } from '@slicekeeper/kube';
 import { createLogger } from '@slicekeeper/observability';

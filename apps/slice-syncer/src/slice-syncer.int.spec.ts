@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
+import { syncStatusSchema } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, SliceKey, SyncStatus } from '@slicekeeper/contracts';
 import { SyncQueue } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore } from '@slicekeeper/state';
 import {
   RedisServer,
   ServiceProcess,

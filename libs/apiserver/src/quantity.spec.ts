@@ -1,4 +1,5 @@
-import { QUANTITY_FORMAT_ERROR, canonicalQuantity } from './quantity';
+import { QUANTITY_FORMAT_MESSAGE as QUANTITY_FORMAT_ERROR } from '@slicekeeper/slices';
+import { canonicalQuantity } from './quantity';
 
 describe('canonicalQuantity', () => {
   it.each([
@@ -15,6 +16,8 @@ describe('canonicalQuantity', () => {
     ['drops a leading plus sign', '+5', '5'],
     ['keeps negative values', '-2k', '-2k'],
     ['writes zero as 0', '0Gi', '0'],
+    ['caps binary quantities at 2^63-1', '16Ei', '9223372036854775807'],
+    ['keeps an exponent that wraps around to an int32', '1e99999999999', '10e1215752190'],
   ])('%s: %s → %s', (_name, input, expected) => {
     expect(canonicalQuantity(input)).toBe(expected);
   });

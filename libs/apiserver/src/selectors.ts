@@ -1,6 +1,6 @@
+import { labelValueProblems, qualifiedNameProblems } from '@slicekeeper/contracts';
 import { FieldPath, aggregateMessage, fieldError } from './field-errors';
 import type { FieldError } from './field-errors';
-import { isQualifiedName, isValidLabelValue } from './validation';
 
 /**
  * Label and field selectors with apimachinery's grammar, semantics and error messages
@@ -180,7 +180,7 @@ class LabelParser {
     }
     if (t.kind !== 'id') throw new Error(`found '${t.text}', expected: identifier`);
     const key = t.text;
-    const keyErrors = isQualifiedName(key);
+    const keyErrors = qualifiedNameProblems(key);
     if (keyErrors.length > 0) {
       throw new Error(
         aggregateMessage([fieldError.invalid(FieldPath.root('key'), key, keyErrors.join('; '))]),
@@ -299,7 +299,7 @@ function build(key: string, operator: Operator, values: string[]): LabelRequirem
     });
   }
   values.forEach((v, i) => {
-    const msgs = isValidLabelValue(v);
+    const msgs = labelValueProblems(v);
     if (msgs.length > 0)
       errs.push(fieldError.invalid(valuesPath.index(i).key(key), v, msgs.join('; ')));
   });

@@ -1,3 +1,12 @@
+import {
+  C_IDENTIFIER_MESSAGE,
+  dns1123LabelProblems,
+  dns1123SubdomainProblems,
+  isCIdentifier,
+  labelValueProblems,
+  qualifiedNameProblems,
+  utf8ByteLength,
+} from '@slicekeeper/contracts';
 import { isJsonObject } from './object-schema';
 import type { JsonObject, JsonValue } from './object-schema';
 import { jsonEqual, listAt, numAt, objAt, strAt } from './api-schemas';
@@ -10,121 +19,21 @@ import type { FieldError } from './field-errors';
  * ResourceSlices). Messages are copied, not paraphrased: clients and tests match on them.
  */
 
-const DNS1123_LABEL_FMT = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const DNS1123_SUBDOMAIN_FMT = `${DNS1123_LABEL_FMT}(\\.${DNS1123_LABEL_FMT})*`;
-const DNS1123_LABEL = new RegExp(`^${DNS1123_LABEL_FMT}$`);
-const DNS1123_SUBDOMAIN = new RegExp(`^${DNS1123_SUBDOMAIN_FMT}$`);
-const QUALIFIED_NAME_FMT = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
-const QUALIFIED_NAME = new RegExp(`^${QUALIFIED_NAME_FMT}$`);
-const LABEL_VALUE_FMT = `(${QUALIFIED_NAME_FMT})?`;
-const LABEL_VALUE = new RegExp(`^${LABEL_VALUE_FMT}$`);
-const C_IDENTIFIER_FMT = '[A-Za-z_][A-Za-z0-9_]*';
-const C_IDENTIFIER = new RegExp(`^${C_IDENTIFIER_FMT}$`);
 const SEMVER =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 
-/** apimachinery's `RegexError`, including its odd double space between examples. */
-function regexError(msg: string, fmt: string, ...examples: string[]): string {
-  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
-  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
-}
-
-const maxLenError = (n: number) => `must be no more than ${n} characters`;
-const EMPTY_ERROR = 'must be non-empty';
-
-export function isDns1123Subdomain(value: string): string[] {
-  const errs: string[] = [];
-  if (value.length > 253) errs.push(maxLenError(253));
-  if (!DNS1123_SUBDOMAIN.test(value)) {
-    errs.push(
-      regexError(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        DNS1123_SUBDOMAIN_FMT,
-        'example.com',
-      ),
-    );
-  }
-  return errs;
-}
-
-export function isDns1123Label(value: string): string[] {
-  const errs: string[] = [];
-  if (value.length > 63) errs.push(maxLenError(63));
-  if (!DNS1123_LABEL.test(value)) {
-    errs.push(
-      regexError(
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-        DNS1123_LABEL_FMT,
-        'my-name',
-        '123-abc',
-      ),
-    );
-  }
-  return errs;
-}
-
-const QUALIFIED_NAME_MSG =
-  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-export function isQualifiedName(value: string): string[] {
-  const errs: string[] = [];
-  const parts = value.split('/');
-  let name: string;
-  if (parts.length === 1) {
-    name = parts[0] ?? '';
-  } else if (parts.length === 2) {
-    const prefix = parts[0] ?? '';
-    name = parts[1] ?? '';
-    if (prefix.length === 0) errs.push(`prefix part ${EMPTY_ERROR}`);
-    else errs.push(...isDns1123Subdomain(prefix).map((m) => `prefix part ${m}`));
-  } else {
-    return [
-      `a qualified name ${regexError(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
-    ];
-  }
-  if (name.length === 0) errs.push(`name part ${EMPTY_ERROR}`);
-  else if (name.length > 63) errs.push(`name part ${maxLenError(63)}`);
-  if (!QUALIFIED_NAME.test(name)) {
-    errs.push(
-      `name part ${regexError(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, 'MyName', 'my.name', '123-abc')}`,
-    );
-  }
-  return errs;
-}
-
-export function isValidLabelValue(value: string): string[] {
-  const errs: string[] = [];
-  if (value.length > 63) errs.push(maxLenError(63));
-  if (!LABEL_VALUE.test(value)) {
-    errs.push(
-      regexError(
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        LABEL_VALUE_FMT,
-        'MyValue',
-        'my_value',
-        '12345',
-      ),
-    );
-  }
-  return errs;
-}
-
 /** apimachinery's `NameIsDNSSubdomain`: a generateName prefix may end with a dash. */
-export function nameIsDnsSubdomain(name: string, prefix: boolean): string[] {
-  return isDns1123Subdomain(prefix && name.endsWith('-') ? `${name.slice(0, -1)}a` : name);
-}
-
-function utf8Length(value: string): number {
-  return Buffer.byteLength(value, 'utf8');
+export function nameIsDnsSubdomain(name: string, prefix: boolean): readonly string[] {
+  return dns1123SubdomainProblems(prefix && name.endsWith('-') ? `${name.slice(0, -1)}a` : name);
 }
 
 function validateLabels(labels: JsonValue | undefined, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   if (!isJsonObject(labels)) return errs;
   for (const [k, v] of Object.entries(labels)) {
-    for (const msg of isQualifiedName(k)) errs.push(fieldError.invalid(path, k, msg));
+    for (const msg of qualifiedNameProblems(k)) errs.push(fieldError.invalid(path, k, msg));
     if (typeof v === 'string') {
-      for (const msg of isValidLabelValue(v)) errs.push(fieldError.invalid(path, v, msg));
+      for (const msg of labelValueProblems(v)) errs.push(fieldError.invalid(path, v, msg));
     }
   }
   return errs;
@@ -137,7 +46,8 @@ function validateAnnotations(annotations: JsonValue | undefined, path: FieldPath
   if (!isJsonObject(annotations)) return errs;
   let total = 0;
   for (const [k, v] of Object.entries(annotations)) {
-    for (const msg of isQualifiedName(k.toLowerCase())) errs.push(fieldError.invalid(path, k, msg));
+    for (const msg of qualifiedNameProblems(k.toLowerCase()))
+      errs.push(fieldError.invalid(path, k, msg));
     total += k.length + (typeof v === 'string' ? v.length : 0);
   }
   if (total > TOTAL_ANNOTATION_SIZE_LIMIT)
@@ -186,7 +96,7 @@ function validateFinalizers(finalizers: JsonValue[] | undefined, path: FieldPath
   const seen = new Set<string>();
   for (const f of finalizers ?? []) {
     if (typeof f !== 'string') continue;
-    for (const msg of isQualifiedName(f)) errs.push(fieldError.invalid(path, f, msg));
+    for (const msg of qualifiedNameProblems(f)) errs.push(fieldError.invalid(path, f, msg));
     if (!f.includes('/') && !['orphan', 'foregroundDeletion', 'kubernetes'].includes(f)) {
       errs.push(
         fieldError.invalid(
@@ -338,7 +248,7 @@ function validateDriverName(driver: string, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   if (driver.length === 0) errs.push(fieldError.required(path));
   if (driver.length > 63) errs.push(fieldError.tooLong(path, 63));
-  for (const msg of isDns1123Subdomain(driver.toLowerCase()))
+  for (const msg of dns1123SubdomainProblems(driver.toLowerCase()))
     errs.push(fieldError.invalid(path, driver, msg));
   return errs;
 }
@@ -348,7 +258,8 @@ function validatePoolName(name: string, path: FieldPath): FieldError[] {
   if (name === '') return [fieldError.required(path)];
   if (name.length > POOL_NAME_MAX_LENGTH) errs.push(fieldError.tooLong(path, POOL_NAME_MAX_LENGTH));
   for (const part of name.split('/')) {
-    for (const msg of isDns1123Subdomain(part)) errs.push(fieldError.invalid(path, part, msg));
+    for (const msg of dns1123SubdomainProblems(part))
+      errs.push(fieldError.invalid(path, part, msg));
   }
   return errs;
 }
@@ -360,21 +271,7 @@ function validateNodeName(name: string, path: FieldPath): FieldError[] {
 function validateCIdentifier(id: string, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   if (id.length > DEVICE_MAX_ID_LENGTH) errs.push(fieldError.tooLong(path, DEVICE_MAX_ID_LENGTH));
-  if (!C_IDENTIFIER.test(id)) {
-    errs.push(
-      fieldError.invalid(
-        path,
-        id,
-        regexError(
-          "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'",
-          C_IDENTIFIER_FMT,
-          'my_name',
-          'MY_NAME',
-          'MyName',
-        ),
-      ),
-    );
-  }
+  if (!isCIdentifier(id)) errs.push(fieldError.invalid(path, id, C_IDENTIFIER_MESSAGE));
   return errs;
 }
 
@@ -399,7 +296,7 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
   if (attribute.int !== undefined) set++;
   const str = strAt(attribute, 'string');
   if (str !== undefined) {
-    if (utf8Length(str) > ATTRIBUTE_MAX_VALUE_LENGTH) {
+    if (utf8ByteLength(str) > ATTRIBUTE_MAX_VALUE_LENGTH) {
       errs.push(fieldError.tooLong(path.child('string'), ATTRIBUTE_MAX_VALUE_LENGTH));
     }
     set++;
@@ -416,7 +313,7 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
         ),
       );
     }
-    if (utf8Length(version) > ATTRIBUTE_MAX_VALUE_LENGTH) {
+    if (utf8ByteLength(version) > ATTRIBUTE_MAX_VALUE_LENGTH) {
       errs.push(fieldError.tooLong(path.child('version'), ATTRIBUTE_MAX_VALUE_LENGTH));
     }
   }
@@ -429,11 +326,11 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
 function validateDeviceTaint(taint: JsonObject, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   const key = strAt(taint, 'key') ?? '';
-  for (const msg of isQualifiedName(key))
+  for (const msg of qualifiedNameProblems(key))
     errs.push(fieldError.invalid(path.child('key'), key, msg));
   const value = strAt(taint, 'value') ?? '';
   if (value !== '')
-    for (const msg of isValidLabelValue(value))
+    for (const msg of labelValueProblems(value))
       errs.push(fieldError.invalid(path.child('value'), value, msg));
   const effect = strAt(taint, 'effect') ?? '';
   const effects = ['NoExecute', 'NoSchedule'];
@@ -495,7 +392,7 @@ function validateNodeSelector(selector: JsonObject, path: FieldPath): FieldError
         }
         const key = strAt(req, 'key') ?? '';
         if (kind === 'matchExpressions') {
-          for (const msg of isQualifiedName(key))
+          for (const msg of qualifiedNameProblems(key))
             errs.push(fieldError.invalid(reqPath.child('key'), key, msg));
         } else if (key !== 'metadata.name') {
           errs.push(
@@ -516,7 +413,7 @@ function validateDevice(
 ): FieldError[] {
   const errs: FieldError[] = [];
   const name = strAt(device, 'name') ?? '';
-  for (const msg of isDns1123Label(name))
+  for (const msg of dns1123LabelProblems(name))
     errs.push(fieldError.invalid(path.child('name'), name, msg));
   const attributes = objAt(device, 'attributes') ?? {};
   const capacity = objAt(device, 'capacity') ?? {};
@@ -735,7 +632,7 @@ function validateResourceSliceSpec(
         const setPath = countersPath.index(i);
         if (name === '') errs.push(fieldError.required(setPath.child('name')));
         else
-          for (const msg of isDns1123Label(name))
+          for (const msg of dns1123LabelProblems(name))
             errs.push(fieldError.invalid(setPath.child('name'), name, msg));
         if (objAt(set, 'counters') === undefined)
           errs.push(fieldError.required(setPath.child('counters')));
@@ -775,10 +672,10 @@ function validateNodeSpec(spec: JsonObject): FieldError[] {
     const key = strAt(t, 'key') ?? '';
     const effect = strAt(t, 'effect') ?? '';
     const taintPath = path.index(i);
-    for (const msg of isQualifiedName(key))
+    for (const msg of qualifiedNameProblems(key))
       errs.push(fieldError.invalid(taintPath.child('key'), key, msg));
     const value = strAt(t, 'value') ?? '';
-    for (const msg of isValidLabelValue(value))
+    for (const msg of labelValueProblems(value))
       errs.push(fieldError.invalid(taintPath.child('value'), value, msg));
     if (effect === '') errs.push(fieldError.required(taintPath.child('effect')));
     else if (!TAINT_EFFECTS.includes(effect))

@@ -1,6 +1,5 @@
 import { keyId, parseKeyId, sliceKeySchema } from './key';
 import { queuePrefix, syncDeduplicationId, syncJobSchema } from './queue';
-import { redisKeys } from './redis-keys';
 import { inventorySnapshotSchema } from './snapshot';
 
 describe('slice keys', () => {
@@ -55,30 +54,6 @@ describe('sync job contract', () => {
   });
 });
 
-describe('Redis key layout', () => {
-  const keys = redisKeys('sk');
-  const key = { node: 'node-a', driver: 'gpu.example.com' };
-
-  it("puts every record of a key in the key's hash slot", () => {
-    const records = [
-      keys.snapshot(key),
-      keys.snapshotGeneration(key),
-      keys.syncStatus(key),
-      keys.streamState(key),
-      keys.registrations(key),
-      keys.syncGuard(key),
-      keys.watcherLease(key),
-    ];
-    for (const record of records) expect(hashTag(record)).toBe('node-a/gpu.example.com');
-    expect(new Set(records).size).toBe(records.length);
-  });
-
-  it('separates prefixes', () => {
-    expect(redisKeys('a').snapshot(key)).not.toBe(redisKeys('b').snapshot(key));
-    expect(redisKeys('a').knownKeys).toBe('a:known-keys');
-  });
-});
-
 describe('inventory snapshot schema', () => {
   it('accepts a stored snapshot and rejects a malformed one', () => {
     const snapshot = {
@@ -94,10 +69,3 @@ describe('inventory snapshot schema', () => {
     expect(bad.error?.issues[0]?.path).toEqual(['generation']);
   });
 });
-
-/** The part of a Redis key that Redis Cluster hashes: between the first `{` and the next `}`. */
-function hashTag(redisKey: string): string {
-  const open = redisKey.indexOf('{');
-  const close = redisKey.indexOf('}', open + 1);
-  return redisKey.slice(open + 1, close);
-}

@@ -3,22 +3,17 @@
  * the registration API and the slice validator so that every layer agrees on what a valid
  * node or driver name is.
  */
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+import { dns1123LabelProblems, dns1123SubdomainProblems } from './name-problems';
 
-/** Longest DNS-1123 label, characters. */
-export const DNS1123_LABEL_MAX_LENGTH = 63;
-/** Longest DNS-1123 subdomain, characters. */
-export const DNS1123_SUBDOMAIN_MAX_LENGTH = 253;
 /** Longest DRA driver name, characters (resource.k8s.io/v1). */
 export const DRIVER_NAME_MAX_LENGTH = 63;
 
 export function isDns1123Label(value: string): boolean {
-  return value.length <= DNS1123_LABEL_MAX_LENGTH && DNS1123_LABEL.test(value);
+  return dns1123LabelProblems(value).length === 0;
 }
 
 export function isDns1123Subdomain(value: string): boolean {
-  return value.length <= DNS1123_SUBDOMAIN_MAX_LENGTH && DNS1123_SUBDOMAIN.test(value);
+  return dns1123SubdomainProblems(value).length === 0;
 }
 
 /** Why `driver` is not a valid DRA driver name, or undefined when it is. */
@@ -27,20 +22,11 @@ export function driverNameProblem(driver: string): string | undefined {
   if (driver.length > DRIVER_NAME_MAX_LENGTH) {
     return `must be no more than ${DRIVER_NAME_MAX_LENGTH} characters`;
   }
-  if (!DNS1123_SUBDOMAIN.test(driver)) {
-    return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-  }
-  return undefined;
+  return dns1123SubdomainProblems(driver)[0];
 }
 
 /** Why `node` is not a valid node name (empty means a cluster-scoped key), or undefined. */
 export function nodeNameProblem(node: string): string | undefined {
   if (node === '') return undefined;
-  if (node.length > DNS1123_SUBDOMAIN_MAX_LENGTH) {
-    return `must be no more than ${DNS1123_SUBDOMAIN_MAX_LENGTH} characters`;
-  }
-  if (!DNS1123_SUBDOMAIN.test(node)) {
-    return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-  }
-  return undefined;
+  return dns1123SubdomainProblems(node)[0];
 }

@@ -5,7 +5,7 @@ import { repoRoot } from '@slicekeeper/testing';
 /**
  * The module-boundary fence of eslint.config.mjs (STYLE.md rules 8 and 20), checked against the
  * real config and the real nx project graph: production code may not import tooling, test
- * support or test doubles; specs and benchmarks may.
+ * support or test doubles; specs and benchmarks may. Only libs/state names Redis keys.
  */
 
 interface LintCase {
@@ -76,8 +76,16 @@ const importConfig = "import { parseConfig } from '@slicekeeper/config';\n";
 const importWatcherFakes = "import { silentLogger } from '@slicekeeper/watcher/testing';\n";
 const importOwnFakes = "import { silentLogger } from './testing/fakes';\n";
 
+const importKeyLayout = "import { redisKeys } from '@slicekeeper/state/testing';\n";
+const handBuiltKey =
+  'export const snapshotKey = (prefix: string, id: string): string => `${prefix}:{${id}}:snapshot`;\n';
+const handBuiltIndex =
+  'export const knownKeys = (prefix: string): string => `${prefix}:known-keys`;\n';
+const errorText = 'export const text = (path: string): string => `${path}: not YAML`;\n';
+
 const boundaries = '@nx/enforce-module-boundaries';
 const testDoubles = 'no-restricted-imports';
+const keyNames = 'no-restricted-syntax';
 
 /** Named cases: an import placed in a file, and the rule that must reject it (or none). */
 const cases = [
@@ -151,6 +159,48 @@ const cases = [
     source: importOwnFakes,
     rejectedBy: null,
   },
+  {
+    name: 'production lib imports the Redis key layout',
+    project: 'libs/syncer',
+    file: 'src/boundary-probe.ts',
+    source: importKeyLayout,
+    rejectedBy: testDoubles,
+  },
+  {
+    name: "production lib builds a key's Redis name by hand",
+    project: 'libs/watcher',
+    file: 'src/boundary-probe.ts',
+    source: handBuiltKey,
+    rejectedBy: keyNames,
+  },
+  {
+    name: "production app builds an index's Redis name by hand",
+    project: 'apps/registration-api',
+    file: 'src/boundary-probe.ts',
+    source: handBuiltIndex,
+    rejectedBy: keyNames,
+  },
+  {
+    name: 'the state lib names Redis keys',
+    project: 'libs/state',
+    file: 'src/boundary-probe.ts',
+    source: handBuiltKey + handBuiltIndex,
+    rejectedBy: null,
+  },
+  {
+    name: 'production text that only looks like a key',
+    project: 'libs/watcher',
+    file: 'src/boundary-probe.ts',
+    source: errorText,
+    rejectedBy: null,
+  },
+  {
+    name: 'spec reads a record by its Redis name',
+    project: 'libs/syncer',
+    file: 'src/boundary-probe.spec.ts',
+    source: importKeyLayout + handBuiltKey,
+    rejectedBy: null,
+  },
 ] as const;
 
 describe('module boundaries (eslint.config.mjs)', () => {
@@ -169,7 +219,9 @@ describe('module boundaries (eslint.config.mjs)', () => {
           (message) =>
             message.fatal === true ||
             (message.severity === 2 &&
-              (message.ruleId === boundaries || message.ruleId === testDoubles)),
+              (message.ruleId === boundaries ||
+                message.ruleId === testDoubles ||
+                message.ruleId === keyNames)),
         )
         .map((message) => `${message.ruleId ?? 'fatal'}: ${message.message}`);
       expect({ file: `${project}/${file}`, rejections }).toEqual({

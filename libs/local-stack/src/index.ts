@@ -2,10 +2,16 @@ export { LocalStack } from './local-stack';
 export type { LocalStackInfo, LocalStackOptions } from './local-stack';
 export { LogPrefixer } from './log-prefixer';
 export type { LogPrefixerOptions } from './log-prefixer';
-export { SupervisedProcess, appCommand, repoRoot } from './supervised-process';
+export {
+  SupervisedProcess,
+  appCommand,
+  inheritedEnv,
+  repoRoot,
+  tsxCommand,
+} from './supervised-process';
 export type { LogEntry, SupervisedProcessOptions } from './supervised-process';
-export { RedisNotInstalledError, freePort, startRedisServer } from './redis-server';
-export type { RunningRedisServer, StartRedisServerOptions } from './redis-server';
+export { RedisNotInstalledError, RedisServer, freePort } from './redis-server';
+export type { RedisServerOptions } from './redis-server';
 export { generateStackTokens, tokenFileJson, writeStackTokens } from './stack-tokens';
 export type { StackTokens } from './stack-tokens';
 export { PluginStatusClient } from './plugin-status-client';

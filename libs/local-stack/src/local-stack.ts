@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { createEmulatorNodes } from './emulator-nodes';
 import { LogPrefixer } from './log-prefixer';
 import { PluginStatusClient } from './plugin-status-client';
-import { freePort, startRedisServer } from './redis-server';
+import { RedisNotInstalledError, RedisServer, freePort } from './redis-server';
 import { generateStackTokens, writeStackTokens } from './stack-tokens';
-import { SupervisedProcess, appCommand } from './supervised-process';
+import { SupervisedProcess, appCommand, inheritedEnv } from './supervised-process';
 import type { LogEntry } from './supervised-process';
 
 export interface LocalStackOptions {
@@ -74,7 +74,7 @@ export class LocalStack {
   private closing: Promise<void> | undefined;
   private reportExit: (process: SupervisedProcess) => void = () => undefined;
   private readonly killOnExit = (): void => {
-    for (const child of this.processes) child.kill();
+    for (const child of this.processes) void child.kill();
   };
 
   constructor(private readonly options: LocalStackOptions) {
@@ -235,13 +235,17 @@ export class LocalStack {
   }
 
   private async startRedis(dir: string): Promise<string> {
-    const redis = await startRedisServer({
+    const redis = await RedisServer.start({
       dir,
       env: this.childEnv({}),
+      ownProcessGroup: true,
       // Redis's start-up banner and warnings are noise here; a failure to start shows them.
+    }).catch((error: unknown) => {
+      if (!(error instanceof RedisNotInstalledError)) throw error;
+      throw new Error(`${error.message}, or set REDIS_URL to a Redis you have`);
     });
     this.track(redis.process);
-    if (this.closing !== undefined) await redis.process.stop();
+    if (this.closing !== undefined) await redis.stop();
     return redis.url;
   }
 
@@ -278,12 +282,11 @@ export class LocalStack {
 
   private spawnApp(name: string, app: string, env: Record<string, string>): SupervisedProcess {
     if (this.closing !== undefined) throw new Error(`not starting ${name}: the stack is stopping`);
-    const { command, args } = appCommand(app);
     const child = new SupervisedProcess({
       name,
-      command,
-      args,
+      ...appCommand(app),
       env: this.childEnv({ LOG_LEVEL: this.options.logLevel, ...env }),
+      ownProcessGroup: true,
       onLine: (line, stream) => {
         // fastify logs every request twice; 'request completed' says all 'incoming request' does.
         if (line.includes('"msg":"incoming request"')) return;
@@ -302,12 +305,7 @@ export class LocalStack {
   }
 
   private childEnv(env: Record<string, string>): Record<string, string> {
-    const inherited: Record<string, string> = {};
-    for (const name of INHERITED) {
-      const value = this.options.env[name];
-      if (value !== undefined) inherited[name] = value;
-    }
-    return { ...inherited, ...env };
+    return { ...inheritedEnv(this.options.env, INHERITED), ...env };
   }
 
   private waitFor(

@@ -98,13 +98,28 @@ describe('logRedisOutages', () => {
   it('stops listening when detached', () => {
     const { lines, logger } = capturedLogger();
     const client = new EventEmitter();
-    const detach = logRedisOutages({ logger, sources: [client] });
+    const log = logRedisOutages({ logger, sources: [client] });
 
-    detach();
+    log.detach();
 
     expect(client.listenerCount('error')).toBe(0);
     expect(client.listenerCount('ready')).toBe(0);
     expect(lines).toEqual([]);
+  });
+
+  it('counts a source added later as one more emitter of the same connection', () => {
+    const { lines, logger } = capturedLogger();
+    const client = new EventEmitter();
+    const log = logRedisOutages({ logger, sources: [client] });
+    client.emit('error', refused());
+
+    const worker = new EventEmitter();
+    log.add(worker, client);
+    worker.emit('error', refused());
+    client.emit('ready');
+
+    expect(messages(lines)).toEqual(['redis unavailable', 'redis reconnected']);
+    expect(client.listenerCount('error')).toBe(1);
   });
 
   it('logs what was thrown when it is not an Error', () => {

@@ -14,15 +14,27 @@ export interface RedisOutageLogOptions {
   fields?: Record<string, unknown>;
 }
 
+/** The outage log of one Redis connection (see {@link logRedisOutages}). */
+export interface RedisOutageLog {
+  /**
+   * Adds emitters of the same connection: a BullMQ Queue or Worker built on it after the log
+   * was made. Their errors are the connection's, so they start or continue its outage.
+   */
+  add(...sources: readonly EventEmitter[]): void;
+  /** Removes every listener the log added. */
+  detach(): void;
+}
+
 /**
  * Logs a Redis outage as two structured lines: `redis unavailable` (error, with the first
  * error's message as `err`) when the connection first fails, and `redis reconnected` (info)
  * when it is ready again. ioredis emits an error for every reconnect attempt, several a second;
  * those in between are dropped, so an outage of an hour is two lines, not thousands of stacks.
- * Becomes the `error` listener of every source. Returns a function that removes its listeners.
+ * Becomes the `error` listener of every source.
  */
-export function logRedisOutages(options: RedisOutageLogOptions): () => void {
-  const { logger, sources, fields = {} } = options;
+export function logRedisOutages(options: RedisOutageLogOptions): RedisOutageLog {
+  const { logger, fields = {} } = options;
+  const sources = new Set<EventEmitter>();
   let down = false;
   const onError = (error: unknown): void => {
     if (down) return;
@@ -34,14 +46,23 @@ export function logRedisOutages(options: RedisOutageLogOptions): () => void {
     down = false;
     logger.info(fields, 'redis reconnected');
   };
-  for (const source of sources) {
-    source.on('error', onError);
-    source.on('ready', onReady);
-  }
-  return () => {
-    for (const source of sources) {
-      source.off('error', onError);
-      source.off('ready', onReady);
-    }
+  const log: RedisOutageLog = {
+    add: (...added) => {
+      for (const source of added) {
+        if (sources.has(source)) continue;
+        sources.add(source);
+        source.on('error', onError);
+        source.on('ready', onReady);
+      }
+    },
+    detach: () => {
+      for (const source of sources) {
+        source.off('error', onError);
+        source.off('ready', onReady);
+      }
+      sources.clear();
+    },
   };
+  log.add(...options.sources);
+  return log;
 }

@@ -1,51 +1,41 @@
-import { Redis } from 'ioredis';
-import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
+import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
 import { LuaScript, execPipeline, replyOf } from './lua-script';
 
 // Appends ARGV[1] to the list KEYS[1] and returns the list's length.
 const PUSH = new LuaScript(`return redis.call('RPUSH', KEYS[1], ARGV[1])`, 1);
 
 describe('LuaScript', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  const db = useRedisServer();
 
   it('runs again after Redis forgot its scripts', async () => {
     const list = `${uniquePrefix('run')}:list`;
-    expect(await PUSH.run(redis, [list], ['a'])).toBe(1);
-    await redis.script('FLUSH');
-    expect(await PUSH.run(redis, [list], ['b'])).toBe(2);
-    expect(await redis.lrange(list, 0, -1)).toEqual(['a', 'b']);
+    expect(await PUSH.run(db.redis, [list], ['a'])).toBe(1);
+    await db.redis.script('FLUSH');
+    expect(await PUSH.run(db.redis, [list], ['b'])).toBe(2);
+    expect(await db.redis.lrange(list, 0, -1)).toEqual(['a', 'b']);
   });
 
   it('runs in a pipeline, and again after Redis forgot its scripts', async () => {
     const prefix = uniquePrefix('pipeline');
     const list = `${prefix}:list`;
     const send = (item: string) =>
-      execPipeline(redis, (pipeline) => {
+      execPipeline(db.redis, (pipeline) => {
         pipeline.set(`${prefix}:last`, item);
         PUSH.queue(pipeline, [list], [item]);
         pipeline.get(`${prefix}:last`);
       });
 
     expect((await send('a')).map(replyOf)).toEqual(['OK', 1, 'a']);
-    await redis.script('FLUSH');
+    await db.redis.script('FLUSH');
     expect((await send('b')).map(replyOf)).toEqual(['OK', 2, 'b']);
     // The script ran once per batch, even when its batch was sent twice.
-    expect(await redis.lrange(list, 0, -1)).toEqual(['a', 'b']);
+    expect(await db.redis.lrange(list, 0, -1)).toEqual(['a', 'b']);
   });
 
   it("reports each command's error in its reply", async () => {
     const key = `${uniquePrefix('errors')}:string`;
-    await redis.set(key, 'not a list');
-    const [pushed, read] = await execPipeline(redis, (pipeline) => {
+    await db.redis.set(key, 'not a list');
+    const [pushed, read] = await execPipeline(db.redis, (pipeline) => {
       PUSH.queue(pipeline, [key], ['a']);
       pipeline.get(key);
     });

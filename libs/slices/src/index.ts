@@ -27,8 +27,9 @@ export {
   parseQuantity,
   QUANTITY_FORMAT_MESSAGE,
   quantitiesEqual,
+  readQuantity,
 } from './quantity';
-export type { Quantity } from './quantity';
+export type { Quantity, QuantityFormat, QuantityReading } from './quantity';
 export {
   decodeSliceIndex,
   encodeSliceIndex,

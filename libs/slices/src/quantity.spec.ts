@@ -1,4 +1,13 @@
-import { compareQuantities, isQuantity, parseQuantity, quantitiesEqual } from './quantity';
+import {
+  QUANTITY_FORMAT_MESSAGE,
+  QUANTITY_NUMERIC_MESSAGE,
+  QUANTITY_SUFFIX_MESSAGE,
+  compareQuantities,
+  isQuantity,
+  parseQuantity,
+  quantitiesEqual,
+  readQuantity,
+} from './quantity';
 
 describe('quantity', () => {
   const equal: [name: string, a: string, b: string][] = [
@@ -19,6 +28,16 @@ describe('quantity', () => {
     ['exa-binary', '2Ei', '2305843009213693952'],
     ['trailing-zeros', '100.000', '1e2'],
     ['negative-binary', '-1Ki', '-1024'],
+    // What ParseQuantity does beyond the grammar, so that the planner compares as the server does.
+    ['no-digits-is-zero', 'e3', '0'],
+    ['lone-dot-is-zero', '.', '0'],
+    ['lone-sign-is-zero', '+', '0'],
+    ['binary-suffix-alone-is-zero', 'Ki', '0'],
+    ['below-nano-rounds-up', '0.0000000001', '1n'],
+    ['negative-below-nano-rounds-away-from-zero', '-1e-12', '-1n'],
+    ['binary-capped-at-int64', '16Ei', '9223372036854775807'],
+    ['negative-binary-capped', '-16Ei', '-9223372036854775807'],
+    ['exponent-wraps-to-int32', '1e4294967296', '1'],
   ];
 
   it.each(equal)('%s: %s equals %s', (_, a, b) => {
@@ -61,21 +80,41 @@ describe('quantity', () => {
     ['empty', ''],
     ['unknown-suffix', '1K'],
     ['two-dots', '1.2.3'],
-    ['no-digits', 'e3'],
     ['exponent-without-digits', '1e'],
     ['letters', 'abc'],
     ['inner-space', '1 Gi'],
     ['trailing-space', '1Gi '],
     ['double-sign', '--1'],
-    ['exponent-over-int32', '1e99999999999'],
-    ['lone-dot', '.'],
-    ['lone-sign', '+'],
+    ['exponent-over-int64', '1e9223372036854775808'],
     ['suffix-then-exponent', '1m3'],
+    ['no-digits-with-a-large-binary-suffix', 'Pi'],
+    ['no-digits-below-nano', 'e-10'],
   ];
 
   it.each(invalid)('%s: rejects %j', (_, text) => {
     expect(parseQuantity(text)).toBeUndefined();
     expect(isQuantity(text)).toBe(false);
+  });
+
+  const problems: [name: string, text: string, message: string][] = [
+    ['format', '1.2.3', QUANTITY_FORMAT_MESSAGE],
+    ['empty', '', QUANTITY_FORMAT_MESSAGE],
+    ['suffix', '1K', QUANTITY_SUFFIX_MESSAGE],
+    ['exponent-suffix', '1e3.5', QUANTITY_FORMAT_MESSAGE],
+    ['numeric', '.Ei', QUANTITY_NUMERIC_MESSAGE],
+  ];
+
+  it.each(problems)('%s: says why %j is no quantity, as the server does', (_, text, message) => {
+    expect(readQuantity(text).problem).toBe(message);
+  });
+
+  it.each([
+    ['1Ki', 'BinarySI'],
+    ['0.0001Ki', 'DecimalSI'],
+    ['1k', 'DecimalSI'],
+    ['1e3', 'DecimalExponent'],
+  ])('reads the format of %s: %s', (text, format) => {
+    expect(parseQuantity(text)?.format).toBe(format);
   });
 
   it('accepts what it parses', () => {

@@ -21,7 +21,7 @@ import {
   labelValueProblems,
   qualifiedNameProblems,
   utf8ByteLength,
-} from './name-problems';
+} from '@slicekeeper/contracts';
 import { isQuantity, QUANTITY_FORMAT_MESSAGE } from './quantity';
 import {
   MAX_ATTRIBUTE_DOMAIN_LENGTH,

@@ -4,7 +4,7 @@ import {
   C_IDENTIFIER_MESSAGE,
   DNS1123_LABEL_MESSAGE,
   DNS1123_SUBDOMAIN_MESSAGE,
-} from './name-problems';
+} from '@slicekeeper/contracts';
 import { QUANTITY_FORMAT_MESSAGE } from './quantity';
 import { counterSet, DRIVER, gpu, gpus, pool, taintedGpu } from './testing/fixtures';
 import { validateDriverResources } from './validate-driver-resources';
@@ -18,9 +18,6 @@ function withDevice(device: Device): Pool[] {
 function attributes(count: number): Device['attributes'] {
   return Object.fromEntries(Array.from({ length: count }, (_, i) => [`a${i}`, { int: i }]));
 }
-
-const CONTRACTS_SUBDOMAIN_MESSAGE =
-  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 interface ValidationCase {
   name: string;
@@ -62,7 +59,7 @@ const cases: ValidationCase[] = [
     name: 'driver-name-lowercase',
     driver: 'GPU.example.com',
     pools: [],
-    errors: [`driver: Invalid value: "GPU.example.com": ${CONTRACTS_SUBDOMAIN_MESSAGE}`],
+    errors: [`driver: Invalid value: "GPU.example.com": ${DNS1123_SUBDOMAIN_MESSAGE}`],
   },
   {
     name: 'pool-name-required',
@@ -151,7 +148,7 @@ const cases: ValidationCase[] = [
     name: 'attribute-domain-invalid',
     pools: withDevice(gpu(0, { attributes: { 'Example.com/model': { string: 'x' } } })),
     errors: [
-      `pools[0].devices[0].attributes: Invalid value: "Example.com": ${CONTRACTS_SUBDOMAIN_MESSAGE}`,
+      `pools[0].devices[0].attributes: Invalid value: "Example.com": ${DNS1123_SUBDOMAIN_MESSAGE}`,
     ],
   },
   {

@@ -3,7 +3,7 @@ import type { CounterSet, Device, Pool } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, required, tooLong, tooMany } from './field-error';
 import { maxDevicesPerSlice } from './layout-pool';
-import { dns1123SubdomainProblems } from './name-problems';
+import { dns1123SubdomainProblems } from '@slicekeeper/contracts';
 import { MAX_COUNTER_SETS_PER_SLICE, MAX_POOL_NAME_LENGTH } from './resource-slice';
 import { validateCounterSet, validateDevice, validateNodeSelector } from './validate-device';
 

@@ -6,7 +6,7 @@ import {
   dns1123SubdomainProblems,
   labelValueProblems,
   qualifiedNameProblems,
-} from './name-problems';
+} from '@slicekeeper/contracts';
 import type { ResourceSlice } from './resource-slice';
 import { MAX_COUNTER_SETS_PER_SLICE } from './resource-slice';
 import { validateDriverName, validatePoolName } from './validate-driver-resources';

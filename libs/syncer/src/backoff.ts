@@ -1,4 +1,5 @@
 import { TransientError } from '@slicekeeper/errors';
+import { backoffDelayMs } from '@slicekeeper/runtime';
 
 export interface BackoffPolicy {
   /** First retry's upper bound, ms. @defaultValue 100 */
@@ -40,6 +41,7 @@ export class RemovalPendingError extends TransientError {
  * full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): uniformly random in
  * [0, min(cap, base·2^(attempt-1))], so that many keys failing together do not retry together.
  * A Retry-After from the server is a floor. A missing Node waits `nodeMissingMs` (±50%).
+ * `random()` is the fraction of the window waited.
  */
 export function retryDelayMs(
   attempt: number,
@@ -51,9 +53,13 @@ export function retryDelayMs(
     return Math.round(policy.nodeMissingMs * (0.5 + random()));
   }
   if (error instanceof RemovalPendingError) return error.retryAfterMs ?? 0;
-  const exponent = Math.min(Math.max(attempt, 1) - 1, 40);
-  const bound = Math.min(policy.capMs, policy.baseMs * 2 ** exponent);
-  const jittered = Math.round(random() * bound);
+  const jittered = backoffDelayMs(attempt, {
+    initialMs: policy.baseMs,
+    maxMs: policy.capMs,
+    jitter: 1,
+    // backoffDelayMs draws the fraction taken off the window.
+    random: () => 1 - random(),
+  });
   const floor = error instanceof TransientError ? (error.retryAfterMs ?? 0) : 0;
   return Math.max(jittered, floor);
 }

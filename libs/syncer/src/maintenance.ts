@@ -4,17 +4,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
-import {
-  MAINTENANCE_QUEUE_NAME,
-  keyId,
-  parseKeyId,
-  queuePrefix,
-  redisKeys,
-  streamStateSchema,
-} from '@slicekeeper/contracts';
-import type { MaintenanceJob, RedisKeys, SliceKey } from '@slicekeeper/contracts';
+import { MAINTENANCE_QUEUE_NAME, keyId, parseKeyId, queuePrefix } from '@slicekeeper/contracts';
+import type { MaintenanceJob, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { SyncQueue } from '@slicekeeper/queue';
+import { KeyIndex } from '@slicekeeper/state';
 import type { SliceApi } from './slice-api';
 
 export interface MaintenanceOptions {
@@ -56,7 +50,7 @@ export interface MaintenanceOptions {
 export class Maintenance {
   private readonly queue: Queue;
   private readonly worker: Worker;
-  private readonly keys: RedisKeys;
+  private readonly index: KeyIndex;
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly publishedSlices: Gauge | undefined;
@@ -64,7 +58,7 @@ export class Maintenance {
 
   constructor(private readonly options: MaintenanceOptions) {
     const prefix = queuePrefix(options.prefix ?? 'sk');
-    this.keys = redisKeys(options.prefix);
+    this.index = new KeyIndex({ redis: options.redis, prefix: options.prefix });
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
     this.queue = new Queue(MAINTENANCE_QUEUE_NAME, { connection: options.connection, prefix });
@@ -149,12 +143,9 @@ export class Maintenance {
 
   /** Re-enqueues every registered or published key, spread over the resync interval. */
   async resync(): Promise<number> {
-    const { redis, syncQueue } = this.options;
+    const { syncQueue } = this.options;
     const spread = this.options.resyncIntervalMs ?? 600_000;
-    const ids = new Set([
-      ...(await redis.zrange(this.keys.registrationIndex, 0, -1)),
-      ...(await redis.zrange(this.keys.knownKeys, 0, -1)),
-    ]);
+    const ids = await this.index.activeKeyIds();
     for (const id of ids)
       await syncQueue.enqueue(parseKeyId(id), 'resync', Math.floor(this.random() * spread));
     this.options.logger.info({ keys: ids.size }, 'resync scheduled');
@@ -169,7 +160,7 @@ export class Maintenance {
    * of the managed keys per run.
    */
   async janitor(): Promise<{ removed: number; orphans: number }> {
-    const { redis, api, syncQueue } = this.options;
+    const { api, syncQueue } = this.options;
     const keys = new Map<string, SliceKey>();
     let slices = 0;
     for await (const page of api.listManagedSlices(500)) {
@@ -187,22 +178,17 @@ export class Maintenance {
     let orphans = 0;
     let heldBack = 0;
     for (const [id, key] of keys) {
-      const [registrations, removal, stream] = await Promise.all([
-        redis.hlen(this.keys.registrations(key)),
-        redis.exists(this.keys.removal(key)),
-        redis.get(this.keys.streamState(key)),
-      ]);
-      if (registrations > 0 || streams(stream)) {
-        await redis.zrem(this.keys.orphans, id);
+      const { registered, removed: removing, streaming } = await this.index.standing(key);
+      if (registered || streaming) {
+        await this.index.clearOrphan(id);
         continue;
       }
-      if (removal > 0) {
+      if (removing) {
         await syncQueue.enqueue(key, 'janitor');
         removed++;
         continue;
       }
-      await redis.zadd(this.keys.orphans, 'NX', now, id);
-      const since = Number(await redis.zscore(this.keys.orphans, id));
+      const since = await this.index.markOrphan(key, now);
       if (now - since < grace) continue;
       if (orphans >= budget) {
         heldBack++;
@@ -212,8 +198,8 @@ export class Maintenance {
       orphans++;
     }
     // Orphans whose slices are all gone have nothing left to do.
-    for (const id of await redis.zrange(this.keys.orphans, 0, -1)) {
-      if (!keys.has(id)) await redis.zrem(this.keys.orphans, id);
+    for (const id of await this.index.orphanIds()) {
+      if (!keys.has(id)) await this.index.clearOrphan(id);
     }
     if (heldBack > 0) {
       this.options.logger.warn(
@@ -224,18 +210,5 @@ export class Maintenance {
     if (removed + orphans > 0)
       this.options.logger.info({ removed, orphans }, 'janitor enqueued withdrawals');
     return { removed, orphans };
-  }
-}
-
-/**
- * Whether a stream state record says the key's driver streams. An unreadable record says no:
- * the orphan grace still protects the key.
- */
-function streams(record: string | null): boolean {
-  if (record === null) return false;
-  try {
-    return streamStateSchema.safeParse(JSON.parse(record)).data?.state === 'streaming';
-  } catch {
-    return false;
   }
 }

@@ -1,12 +1,13 @@
 import { Redis } from 'ioredis';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { keyId, redisKeys, syncStatusSchema } from '@slicekeeper/contracts';
+import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, Pool, SliceKey, SyncStatus } from '@slicekeeper/contracts';
 import { KubeSliceClient } from '@slicekeeper/kube';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 import { Maintenance } from './maintenance';
 import { SliceSyncer } from './slice-syncer';

@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { redisKeys } from '@slicekeeper/contracts';
-import type { RedisKeys } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
+import type { RedisKeys } from '@slicekeeper/state/testing';
 import { KubeSliceClient } from '@slicekeeper/kube';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
 import { SyncProcessor } from './sync-processor';
 import { SyncerMetrics } from './syncer-metrics';
@@ -71,6 +71,29 @@ describe('SyncProcessor', () => {
     expect((await metrics.overlaps.get()).values[0]?.value).toBe(1);
     expect(await redis.get(keys.syncGuard(key))).toBe('job-0');
     expect(await redis.get(keys.syncStatus(key))).toBeNull();
+  });
+
+  it("leaves published slices alone when a registration's sync finds no inventory yet", async () => {
+    await redis.set(keys.snapshot(key), snapshot(1, ['a', 'b']));
+    expect(await processor.sync(key, context)).toMatchObject({ outcome: 'synced' });
+    const published = await api.listSlices(key);
+    expect(published).toHaveLength(1);
+    // Redis lost the snapshot (the driver registers again before its watcher re-streams).
+    await redis.del(keys.snapshot(key));
+
+    await expect(processor.sync(key, { ...context, reason: 'registered' })).resolves.toBe(
+      undefined,
+    );
+    expect(await api.listSlices(key)).toEqual(published);
+    expect(JSON.parse((await redis.get(keys.syncStatus(key))) ?? 'null')).toMatchObject({
+      outcome: 'synced',
+    });
+    expect(await redis.exists(keys.syncGuard(key))).toBe(0);
+    // Any other sync still takes a key without an inventory for a withdrawal (the watcher's wipe).
+    expect(await processor.sync(key, { ...context, reason: 'stream-lost' })).toMatchObject({
+      outcome: 'withdrawn',
+    });
+    expect(await api.listSlices(key)).toEqual([]);
   });
 
   const outcomes: {

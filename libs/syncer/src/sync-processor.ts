@@ -1,35 +1,22 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import {
-  bringsNews,
-  inventorySnapshotSchema,
-  keyId,
-  redisKeys,
-  removalSchema,
-  syncStatusSchema,
-} from '@slicekeeper/contracts';
+import { bringsNews, keyId } from '@slicekeeper/contracts';
 import type {
   InventorySnapshot,
   PoolSummary,
-  RedisKeys,
   SliceKey,
   SyncOutcome,
   SyncReason,
   SyncStatus,
 } from '@slicekeeper/contracts';
 import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
-import { LuaScript, replyOf } from '@slicekeeper/queue';
-import type { PipelineReply } from '@slicekeeper/queue';
 import { InvalidDriverResourcesError, planSync } from '@slicekeeper/slices';
 import type { StoredResourceSlice, SyncPlan } from '@slicekeeper/slices';
+import { CorruptRecordError, SyncRecords } from '@slicekeeper/state';
+import type { SyncTurn, WriteRateLimiter } from '@slicekeeper/state';
 import { NodeMissingError, RemovalPendingError } from './backoff';
-import { KeyGuard } from './key-guard';
-import type { HeldGuard } from './key-guard';
-import { queueSyncedRead, queueSyncedWrite, slicesForEpoch, toSyncedRecord } from './synced-slices';
-import type { SyncedRecord } from './synced-slices';
 import type { SliceApi } from './slice-api';
 import type { SyncerMetrics } from './syncer-metrics';
-import type { WriteRateLimiter } from './write-rate-limiter';
 
 export interface SyncProcessorOptions {
   api: SliceApi;
@@ -84,49 +71,53 @@ export interface SyncContext {
  * hash slots than the key's records.
  */
 export class SyncProcessor {
-  private readonly keys: RedisKeys;
   private readonly now: () => Date;
-  private readonly guard: KeyGuard;
+  private readonly records: SyncRecords;
 
   constructor(private readonly options: SyncProcessorOptions) {
-    this.keys = redisKeys(options.prefix);
     this.now = options.now ?? (() => new Date());
-    this.guard = new KeyGuard(options.redis, options.guardTtlMs ?? 60_000);
+    this.records = new SyncRecords({
+      redis: options.redis,
+      prefix: options.prefix,
+      guardTtlMs: options.guardTtlMs,
+    });
   }
 
-  async sync(key: SliceKey, context: SyncContext): Promise<SyncStatus> {
+  /**
+   * Syncs the key; returns the recorded status, or undefined when a registration's sync found no
+   * inventory to publish yet (nothing written, nothing recorded).
+   */
+  async sync(key: SliceKey, context: SyncContext): Promise<SyncStatus | undefined> {
     // A sync that brings news nearly always writes: it asks for its first write token along
     // with its reads, not after planning (each hop costs about a millisecond on a small
     // machine). A token it does not use is lost, never overspent. Other syncs take tokens as
     // they write.
     const news = bringsNews(context.reason);
     const prepay = news ? this.options.writeLimiter : undefined;
-    const taken = await this.guard.acquireWith(
-      this.keys.syncGuard(key),
-      this.keys.syncEpoch(key),
-      context.jobId,
-      (pipeline) => {
-        this.queueReads(pipeline, key, news);
+    const turn = await this.records.begin(key, {
+      holder: context.jobId,
+      withSlices: news,
+      also: (pipeline) => {
         prepay?.queueAcquire(pipeline);
       },
-    );
-    if (taken === undefined) {
+    });
+    if (turn === undefined) {
       this.options.metrics?.overlaps.inc();
       throw new TransientError(`sync of ${keyId(key)} is already running`, { code: 'overlap' });
     }
     try {
-      return await this.run(key, context, taken);
+      return await this.run(key, context, turn);
     } finally {
       // Recording the outcome released the guard, unless the sync failed before it got there.
-      await taken.guard.release();
+      await turn.release();
     }
   }
 
   private async run(
     key: SliceKey,
     context: SyncContext,
-    { guard, epoch, replies }: { guard: HeldGuard; epoch: number; replies: PipelineReply[] },
-  ): Promise<SyncStatus> {
+    turn: SyncTurn,
+  ): Promise<SyncStatus | undefined> {
     const { api, logger, metrics } = this.options;
     const log = logger.child({
       node: key.node,
@@ -135,8 +126,7 @@ export class SyncProcessor {
       attempt: context.attempt,
     });
     const startedAt = this.now();
-    const reads = replies.slice(0, READS);
-    const tokenReply = replies[READS];
+    const [tokenReply] = turn.extra;
     let desired: Desired | undefined;
     const base = () => ({
       startedAt,
@@ -145,8 +135,15 @@ export class SyncProcessor {
     });
     let writes = 0;
     try {
-      desired = this.readDesired(key, reads, startedAt);
+      desired = readDesired(key, turn, startedAt);
       if (desired.pendingRemoval !== undefined) throw desired.pendingRemoval;
+      if (context.reason === 'registered' && !desired.unregistered && !desired.snapshot) {
+        // A registration's sync publishes the snapshot a re-registered driver kept. Without one
+        // the driver has sent nothing yet (or Redis lost it): what is published stays, and the
+        // watcher's first store asks for the sync that publishes it.
+        log.debug('registered, no inventory yet: nothing to do');
+        return undefined;
+      }
       if (desired.snapshot?.rejected !== undefined) {
         throw new TerminalError(desired.snapshot.rejected, { code: 'invalid' });
       }
@@ -159,7 +156,7 @@ export class SyncProcessor {
       // back. A stale record costs a 409 (updates and deletes carry preconditions), never a
       // wrong write: creates are only ever planned from a list.
       const news = bringsNews(context.reason);
-      let recorded = news ? slicesForEpoch(desired.synced, epoch) : undefined;
+      let recorded = news ? turn.recordedSlices() : undefined;
       if (news)
         metrics?.syncedSlices.inc({ result: recorded === undefined ? 'listed' : 'recorded' });
       let replans = 0;
@@ -198,8 +195,7 @@ export class SyncProcessor {
           writes += await this.apply(plan, published, token);
           const outcome: SyncOutcome = pools.length === 0 ? 'withdrawn' : 'synced';
           const status = await this.record(
-            key,
-            guard,
+            turn,
             {
               ...base(),
               outcome,
@@ -207,10 +203,7 @@ export class SyncProcessor {
               slices: [...published.keys()].sort(),
               pools: summaries(plan),
             },
-            {
-              forgetSnapshot: desired.unregistered,
-              synced: { epoch, slices: [...published.values()], recorded: desired.synced },
-            },
+            { forgetSnapshot: desired.unregistered, slices: [...published.values()] },
           );
           log.debug({ outcome, writes, reason: context.reason }, 'synced');
           return status;
@@ -227,14 +220,15 @@ export class SyncProcessor {
     } catch (error) {
       const outcome = outcomeOf(error);
       // What is published did not change: keep showing the last known slices and pools.
-      const previous = parseStatus(previousStatusOf(reads));
+      const previous = turn.previousStatus();
       const published = { slices: previous?.slices ?? [], pools: previous?.pools ?? [] };
-      const status = await this.record(
-        key,
-        guard,
-        { ...base(), ...published, outcome, writes, error: errorMessage(error) },
-        { forgetSnapshot: false },
-      );
+      const status = await this.record(turn, {
+        ...base(),
+        ...published,
+        outcome,
+        writes,
+        error: errorMessage(error),
+      });
       if (outcome === 'invalid' || outcome === 'failed' || outcome === 'corrupt') {
         log.warn({ err: errorMessage(error), outcome }, 'sync refused');
         return status;
@@ -293,118 +287,39 @@ export class SyncProcessor {
     return writes;
   }
 
-  /**
-   * Adds what {@link readDesired} reads ({@link READS} commands, in this order) to the pipeline
-   * that takes the guard; the recorded slices themselves only `withSlices`.
-   */
-  private queueReads(pipeline: ChainableCommander, key: SliceKey, withSlices: boolean): void {
-    pipeline
-      .get(this.keys.snapshot(key))
-      .hlen(this.keys.registrations(key))
-      .get(this.keys.syncStatus(key))
-      .get(this.keys.removal(key));
-    queueSyncedRead(pipeline, this.keys.syncedSlices(key), withSlices);
-  }
-
-  /**
-   * The key's desired state, from the replies to {@link queueReads}: its snapshot while it has a
-   * registration, nothing otherwise. A key without a registration is never published, whatever
-   * snapshot it still has: after Redis lost its data the watchers restore the registrations of
-   * their live streams together with the snapshots. While a removal's grace runs (a driver that
-   * deregistered may register again), its slices are kept as they are. Also what the last
-   * successful sync recorded.
-   */
-  private readDesired(key: SliceKey, reads: PipelineReply[], now: Date): Desired {
-    const [snapshotRaw, registrations, , removalRaw, syncedReply] = reads.map(replyOf) as [
-      string | null,
-      number,
-      string | null,
-      string | null,
-      unknown,
-    ];
-    const synced = toSyncedRecord(syncedReply);
-    const unregistered = registrations === 0;
-    const known = { unregistered, synced };
-    if (unregistered) {
-      const removal =
-        removalRaw === null ? undefined : removalSchema.safeParse(parseJsonOrUndefined(removalRaw));
-      if (removal !== undefined && !removal.success) {
-        throw new TerminalError(`corrupt removal of ${keyId(key)}: ${removal.error.message}`, {
-          code: 'corrupt-record',
-        });
-      }
-      const remainingMs = (removal?.data.withdrawAt ?? 0) - now.getTime();
-      return remainingMs > 0
-        ? { ...known, pendingRemoval: new RemovalPendingError(keyId(key), remainingMs) }
-        : known;
-    }
-    if (snapshotRaw === null) return known;
-    const parsed = inventorySnapshotSchema.safeParse(parseJsonOrUndefined(snapshotRaw));
-    if (!parsed.success) {
-      throw new TerminalError(`corrupt snapshot of ${keyId(key)}: ${parsed.error.message}`, {
-        code: 'corrupt-record',
-      });
-    }
-    return { ...known, snapshot: parsed.data };
-  }
-
-  /**
-   * Records the outcome: the key's status, the indexes the outcome changes and, after a success,
-   * the slices it left (`synced`), sent in one round trip with the release of the key's guard.
-   */
+  /** Records the outcome (see `SyncTurn.finish`), which releases the key's guard. */
   private async record(
-    key: SliceKey,
-    guard: HeldGuard,
+    turn: SyncTurn,
     fields: Omit<SyncStatus, 'finishedAt' | 'startedAt'> & { startedAt: Date },
-    {
-      forgetSnapshot,
-      synced,
-    }: {
-      forgetSnapshot: boolean;
-      synced?: { epoch: number; slices: StoredResourceSlice[]; recorded: SyncedRecord };
-    },
+    options: { forgetSnapshot?: boolean; slices?: readonly StoredResourceSlice[] } = {},
   ): Promise<SyncStatus> {
-    const finishedAt = this.now();
     const status: SyncStatus = {
       ...fields,
       startedAt: fields.startedAt.toISOString(),
-      finishedAt: finishedAt.toISOString(),
+      finishedAt: this.now().toISOString(),
     };
-    const id = keyId(key);
-    await guard.releaseWith((pipeline) => {
-      pipeline.set(this.keys.syncStatus(key), JSON.stringify(status));
-      if (synced !== undefined) {
-        const { epoch, slices, recorded } = synced;
-        queueSyncedWrite(pipeline, this.keys.syncedSlices(key), epoch, slices, recorded);
-      }
-      if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt.getTime(), id);
-      if (status.outcome === 'withdrawn') {
-        pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
-        // The slices of a removed key are gone: so is its snapshot, unless it registered again
-        // meanwhile. A registration then publishes from a fresh stream, never from this one.
-        if (forgetSnapshot) {
-          FORGET_SNAPSHOT.queue(
-            pipeline,
-            [this.keys.registrations(key), this.keys.snapshot(key)],
-            [],
-          );
-        }
-      }
-    });
+    await turn.finish(status, options);
     this.options.metrics?.syncs.inc({ outcome: status.outcome });
     return status;
   }
 }
 
-/** How many replies {@link SyncProcessor.queueReads} asks for. */
-const READS = 5;
-
-/* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
-const FORGET_SNAPSHOT = new LuaScript(
-  `if redis.call('HLEN', KEYS[1]) == 0 then return redis.call('DEL', KEYS[2]) end
-return 0`,
-  2,
-);
+/**
+ * The key's desired state: its snapshot while it has a registration, nothing otherwise. A key
+ * without a registration is never published, whatever snapshot it still has: after Redis lost
+ * its data the watchers restore the registrations of their live streams together with the
+ * snapshots. While a removal's grace runs (a driver that deregistered may register again), its
+ * slices are kept as they are.
+ */
+function readDesired(key: SliceKey, turn: SyncTurn, now: Date): Desired {
+  if (!turn.registered()) {
+    const remainingMs = (turn.removal()?.withdrawAt ?? 0) - now.getTime();
+    return remainingMs > 0
+      ? { unregistered: true, pendingRemoval: new RemovalPendingError(keyId(key), remainingMs) }
+      : { unregistered: true };
+  }
+  return { unregistered: false, snapshot: turn.snapshot() };
+}
 
 interface Desired {
   snapshot?: InventorySnapshot;
@@ -412,33 +327,6 @@ interface Desired {
   unregistered: boolean;
   /** The key's removal grace runs: keep its slices, look again when it ends. */
   pendingRemoval?: RemovalPendingError;
-  /** What the key's last successful sync recorded it left. */
-  synced: SyncedRecord;
-}
-
-/** The key's last recorded status as read (parsed only when a sync fails); null if unreadable. */
-function previousStatusOf(reads: readonly PipelineReply[]): string | null {
-  const [error, result] = reads[2] ?? [null, null];
-  return error === null && typeof result === 'string' ? result : null;
-}
-
-/**
- * A recorded status; undefined when there is none or it is unreadable, which only loses what a
- * failed sync shows as still published.
- */
-function parseStatus(raw: string | null): SyncStatus | undefined {
-  if (raw === null) return undefined;
-  const parsed = syncStatusSchema.safeParse(parseJsonOrUndefined(raw));
-  return parsed.success ? parsed.data : undefined;
-}
-
-/** `text` as JSON; undefined (which no schema accepts) when it is not JSON. */
-function parseJsonOrUndefined(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The UID of the Node that owns the key's slices, as their controller owner reference says. */
@@ -472,7 +360,7 @@ function isStale(error: unknown): boolean {
 function outcomeOf(error: unknown): SyncOutcome {
   if (error instanceof InvalidDriverResourcesError) return 'invalid';
   if (error instanceof RemovalPendingError) return 'removing';
-  if (error instanceof TerminalError && error.code === 'corrupt-record') return 'corrupt';
+  if (error instanceof CorruptRecordError) return 'corrupt';
   if (error instanceof NodeMissingError) return 'node-missing';
   if (error instanceof TerminalError && error.code === 'invalid') return 'invalid';
   return isTerminal(error) ? 'failed' : 'retrying';

@@ -1,8 +1,9 @@
-export { freePort, repoRoot } from '@slicekeeper/local-stack';
-export { RedisServer } from './redis-server';
-export type { RedisServerOptions } from './redis-server';
+export { RedisServer, freePort, repoRoot } from '@slicekeeper/local-stack';
+export type { LogEntry, RedisServerOptions } from '@slicekeeper/local-stack';
 export { uniquePrefix } from './unique-prefix';
 export { waitFor } from './wait-for';
 export type { WaitForOptions } from './wait-for';
 export { ServiceProcess, readMetric } from './service-process';
-export type { LogEntry, ServiceProcessOptions } from './service-process';
+export type { ServiceProcessOptions } from './service-process';
+export { useRedisServer } from './use-redis-server';
+export type { TestRedis } from './use-redis-server';

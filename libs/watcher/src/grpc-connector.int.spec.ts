@@ -7,7 +7,7 @@ import { EndpointPolicy } from '@slicekeeper/admission';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import type { SlicekeeperError } from '@slicekeeper/errors';
-import { ManualClock } from './clock';
+import { ManualClock } from '@slicekeeper/runtime/testing';
 import { createGrpcConnector } from './grpc-connector';
 import type { DialPolicy } from './grpc-connector';
 import { PluginStream } from './plugin-stream';

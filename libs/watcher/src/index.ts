@@ -1,8 +1,3 @@
-export { Backoff } from './backoff';
-export type { BackoffOptions } from './backoff';
-export { canonicalJson } from './canonical-json';
-export { ManualClock, flushPromises, systemClock } from './clock';
-export type { Clock, TimerHandle } from './clock';
 export { createGrpcConnector } from './grpc-connector';
 export type { GrpcConnectorOptions } from './grpc-connector';
 export { KeyWatch } from './key-watch';
@@ -21,8 +16,6 @@ export type {
 } from './publisher-connector';
 export { RegistrationFollower } from './registration-follower';
 export type { RegistrationFollowerOptions } from './registration-follower';
-export { SnapshotWriter } from './snapshot-writer';
-export type { SnapshotWriterOptions, StoreResult, WithdrawResult } from './snapshot-writer';
 export type { SyncEnqueuer } from './sync-enqueuer';
-export { createWatcherMetrics, noWatcherMetrics } from './watcher-metrics';
-export type { WatcherGaugeSource, WatcherMetrics } from './watcher-metrics';
+export { WatcherMetrics } from './watcher-metrics';
+export type { WatcherGaugeSource } from './watcher-metrics';

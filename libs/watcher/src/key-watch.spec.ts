@@ -1,4 +1,4 @@
-import { ManualClock, flushPromises } from './clock';
+import { ManualClock, flushPromises } from '@slicekeeper/runtime/testing';
 import { KeyWatch } from './key-watch';
 import type { KeyWatchOptions } from './key-watch';
 import {
@@ -10,7 +10,6 @@ import {
   registration,
   silentLogger,
 } from './testing/fakes';
-import { noWatcherMetrics } from './watcher-metrics';
 
 const A = 'unix:///run/gpu/a.sock';
 const B = 'unix:///run/gpu/b.sock';
@@ -34,7 +33,6 @@ describe('KeyWatch', () => {
       backoff: { random: () => 0 },
       wipeDelayMs: WIPE_DELAY,
       logger: silentLogger,
-      metrics: noWatcherMetrics,
       ...overrides,
     });
   }

@@ -8,11 +8,10 @@ import type {
 } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import type { BackoffOptions } from './backoff';
-import type { Clock, TimerHandle } from './clock';
+import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
 import { PluginStream } from './plugin-stream';
 import type { PublisherConnector } from './publisher-connector';
-import type { SnapshotWriter } from './snapshot-writer';
+import type { SnapshotWriter } from '@slicekeeper/state';
 import type { SyncEnqueuer } from './sync-enqueuer';
 import type { WatcherMetrics } from './watcher-metrics';
 
@@ -29,7 +28,8 @@ export interface KeyWatchOptions {
   retryDelayMs?: number;
   /** The key's child logger; each stream gets its own child of it. */
   logger: Logger;
-  metrics: WatcherMetrics;
+  /** None when unset. */
+  metrics?: WatcherMetrics;
   /** Called when a write found the key's lease held by another replica. */
   onNotOwner?: () => void;
 }
@@ -156,10 +156,10 @@ export class KeyWatch {
         this.evaluate();
       },
       onMessage: () => {
-        this.options.metrics.message();
+        this.options.metrics?.messages.inc();
       },
       onReconnect: () => {
-        this.options.metrics.reconnect();
+        this.options.metrics?.reconnects.inc();
       },
       onRejected: (rejecting, problem) => {
         this.rejected(rejecting, problem);
@@ -331,17 +331,18 @@ export class KeyWatch {
           : await writer.reject(this.key, operation.endpoint, operation.problem, receivedAt);
       switch (result.kind) {
         case 'stored':
-          this.options.metrics.snapshot('stored', result.bytes);
+          this.options.metrics?.snapshots.inc({ result: 'stored' });
+          this.options.metrics?.snapshotBytes.observe(result.bytes);
           this.options.logger.debug({ generation: result.generation }, 'snapshot stored');
           this.owedSync = 'snapshot';
           this.stateDirty = true;
           return;
         case 'unsynced':
-          this.options.metrics.snapshot('unchanged');
+          this.options.metrics?.snapshots.inc({ result: 'unchanged' });
           this.owedSync = 'snapshot';
           return;
         case 'unchanged':
-          this.options.metrics.snapshot('unchanged');
+          this.options.metrics?.snapshots.inc({ result: 'unchanged' });
           return;
         case 'unregistered':
           // Removed: the registration follower closes this watch. Nothing of it is published.
@@ -354,7 +355,7 @@ export class KeyWatch {
     }
     const result = await this.options.writer.withdraw(this.key);
     if (result.kind === 'withdrawn') {
-      this.options.metrics.snapshot('withdrawn');
+      this.options.metrics?.snapshots.inc({ result: 'withdrawn' });
       this.options.logger.info('snapshot withdrawn');
       this.owedSync = 'stream-lost';
     } else if (result.kind === 'not-owner') {

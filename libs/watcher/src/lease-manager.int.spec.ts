@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis';
-import { parseKeyId, redisKeys } from '@slicekeeper/contracts';
+import { parseKeyId } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
-import { ManualClock, systemClock } from './clock';
+import { systemClock } from '@slicekeeper/runtime';
+import { ManualClock } from '@slicekeeper/runtime/testing';
 import { LeaseManager } from './lease-manager';
 import { silentLogger } from './testing/fakes';
 

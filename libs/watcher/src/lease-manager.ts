@@ -1,10 +1,8 @@
 import type { Redis } from 'ioredis';
-import { parseKeyId, redisKeys } from '@slicekeeper/contracts';
-import type { RedisKeys } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { LuaScript } from '@slicekeeper/queue';
-import type { Clock, TimerHandle } from './clock';
+import { WatcherLeases } from '@slicekeeper/state';
+import type { Clock, TimerHandle } from '@slicekeeper/runtime';
 
 export interface LeaseManagerOptions {
   redis: Redis;
@@ -25,25 +23,6 @@ export interface LeaseManagerOptions {
   onLost: (id: string, reason: string) => void;
 }
 
-// Renews a lease this replica holds. A lease that is gone (Redis restarted empty) is taken back
-// rather than given up: the streams are still live here, and dropping them would withdraw every
-// driver's slices. Only a lease another replica holds is lost.
-const RENEW = new LuaScript(
-  `local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if holder == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`,
-  1,
-);
-const RELEASE = new LuaScript(
-  `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`,
-  1,
-);
-
 /**
  * Shared mode: spreads the registered keys over the live watcher replicas, each key owned by
  * exactly one replica through a Redis lease (`SET NX PX`, renewed every `leaseMs / 3`).
@@ -57,7 +36,7 @@ return 0`,
  */
 export class LeaseManager {
   private readonly options: LeaseManagerOptions;
-  private readonly keys: RedisKeys;
+  private readonly leases: WatcherLeases;
   private readonly leaseMs: number;
   private readonly candidates = new Set<string>();
   private readonly held = new Set<string>();
@@ -69,7 +48,7 @@ export class LeaseManager {
 
   constructor(options: LeaseManagerOptions) {
     this.options = options;
-    this.keys = redisKeys(options.prefix);
+    this.leases = new WatcherLeases({ redis: options.redis, prefix: options.prefix });
     this.leaseMs = options.leaseMs ?? 10_000;
   }
 
@@ -117,14 +96,10 @@ export class LeaseManager {
       if (this.timer !== undefined) this.options.clock.clearTimer(this.timer);
       this.timer = undefined;
       await this.ticking;
-      const { redis, replicaId } = this.options;
+      const { replicaId } = this.options;
       try {
-        await Promise.all(
-          [...this.held].map((id) =>
-            RELEASE.run(redis, [this.keys.watcherLease(parseKeyId(id))], [replicaId]),
-          ),
-        );
-        await redis.zrem(this.keys.watcherMembers, replicaId);
+        await Promise.all([...this.held].map((id) => this.leases.release(id, replicaId)));
+        await this.leases.leave(replicaId);
       } catch (error) {
         this.options.logger.warn({ err: errorMessage(error) }, 'lease release failed');
       }
@@ -161,39 +136,30 @@ export class LeaseManager {
   }
 
   private async renewAndBalance(): Promise<void> {
-    const { redis, replicaId } = this.options;
-    const [seconds, micros] = await redis.time();
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const membership = await redis
-      .multi()
-      .zadd(this.keys.watcherMembers, now + this.leaseMs, replicaId)
-      .zremrangebyscore(this.keys.watcherMembers, '-inf', now)
-      .zrange(this.keys.watcherMembers, 0, -1)
-      .exec();
-    const members = (membership?.[2]?.[1] as string[] | undefined) ?? [replicaId];
+    const { replicaId } = this.options;
+    const members = await this.leases.heartbeat(replicaId, this.leaseMs);
     if (this.closing !== undefined) return;
 
     const work: Promise<void>[] = [];
     for (const id of new Set([...this.candidates, ...this.held])) {
       const mine = this.candidates.has(id) && firstChoice(id, members) === replicaId;
-      const leaseKey = this.keys.watcherLease(parseKeyId(id));
       if (this.held.has(id)) {
         if (mine) {
           work.push(
-            RENEW.run(redis, [leaseKey], [replicaId, this.leaseMs]).then((renewed) => {
-              if (Number(renewed) === 0) this.lost(id);
+            this.leases.renew(id, replicaId, this.leaseMs).then((renewed) => {
+              if (!renewed) this.lost(id);
             }),
           );
         } else {
           this.held.delete(id);
           const reason = this.candidates.has(id) ? 'handed over' : 'deregistered';
           this.options.onLost(id, reason);
-          work.push(RELEASE.run(redis, [leaseKey], [replicaId]).then(() => undefined));
+          work.push(this.leases.release(id, replicaId));
         }
       } else if (mine) {
         work.push(
-          redis.set(leaseKey, replicaId, 'PX', this.leaseMs, 'NX').then((ok) => {
-            if (ok === 'OK' && this.closing === undefined && this.candidates.has(id)) {
+          this.leases.take(id, replicaId, this.leaseMs).then((taken) => {
+            if (taken && this.closing === undefined && this.candidates.has(id)) {
               this.held.add(id);
               this.options.onAcquired(id);
             }

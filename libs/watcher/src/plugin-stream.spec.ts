@@ -1,4 +1,4 @@
-import { ManualClock } from './clock';
+import { ManualClock } from '@slicekeeper/runtime/testing';
 import { PluginStream } from './plugin-stream';
 import type { PluginStreamOptions } from './plugin-stream';
 import { ScriptedConnector, gpus, registration, silentLogger } from './testing/fakes';

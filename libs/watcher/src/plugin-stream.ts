@@ -2,9 +2,8 @@ import type { DriverInventory, Registration, StreamStateName } from '@slicekeepe
 import { errorMessage } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { Backoff } from './backoff';
-import type { BackoffOptions } from './backoff';
-import type { Clock, TimerHandle } from './clock';
+import { Backoff } from '@slicekeeper/runtime';
+import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
 import type { InventoryStream, MessageRejection, PublisherConnector } from './publisher-connector';
 
 /** The states of one endpoint's stream (`wiped` is a key's state, not a stream's). */

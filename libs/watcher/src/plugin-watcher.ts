@@ -3,19 +3,16 @@ import type { Registry } from 'prom-client';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, StreamStateName } from '@slicekeeper/contracts';
 import type { Logger } from '@slicekeeper/observability';
-import type { BackoffOptions } from './backoff';
-import { systemClock } from './clock';
-import type { Clock } from './clock';
+import { systemClock } from '@slicekeeper/runtime';
+import type { BackoffOptions, Clock } from '@slicekeeper/runtime';
 import { createGrpcConnector } from './grpc-connector';
 import { KeyWatch } from './key-watch';
 import { LeaseManager } from './lease-manager';
 import type { PublisherConnector } from './publisher-connector';
-import { RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
 import { RegistrationFollower } from './registration-follower';
-import { SnapshotWriter } from './snapshot-writer';
 import type { SyncEnqueuer } from './sync-enqueuer';
-import { createWatcherMetrics, noWatcherMetrics } from './watcher-metrics';
-import type { WatcherMetrics } from './watcher-metrics';
+import { WatcherMetrics } from './watcher-metrics';
 
 /** Shared mode: several replicas split the keys through Redis leases. */
 export interface SharedModeOptions {
@@ -65,7 +62,7 @@ export class PluginWatcher {
   private readonly follower: RegistrationFollower;
   private readonly leases: LeaseManager | undefined;
   private readonly connector: PublisherConnector;
-  private readonly metrics: WatcherMetrics;
+  private readonly metrics: WatcherMetrics | undefined;
   private readonly registrations = new Map<string, Registration[]>();
   private readonly watches = new Map<string, KeyWatch>();
   private readonly closingWatches = new Set<Promise<void>>();
@@ -128,8 +125,8 @@ export class PluginWatcher {
     }
     this.metrics =
       options.metrics === undefined
-        ? noWatcherMetrics
-        : createWatcherMetrics(options.metrics, {
+        ? undefined
+        : new WatcherMetrics(options.metrics, {
             streamsByState: () => this.streamsByState(),
             oldestMessageAgeSeconds: () => this.oldestMessageAgeSeconds(),
             leasesHeld: () => this.leases?.heldCount,
@@ -263,7 +260,7 @@ export class PluginWatcher {
         ...(this.options.backoff === undefined ? {} : { backoff: this.options.backoff }),
         wipeDelayMs: this.options.wipeDelayMs ?? 30_000,
         logger: this.options.logger.child({ node: key.node, driver: key.driver }),
-        metrics: this.metrics,
+        ...(this.metrics === undefined ? {} : { metrics: this.metrics }),
         onNotOwner: () => this.leases?.lost(id),
       });
       this.watches.set(id, watch);

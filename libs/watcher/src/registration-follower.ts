@@ -4,8 +4,8 @@ import { parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { RegistrationStore } from '@slicekeeper/registry';
-import type { Clock, TimerHandle } from './clock';
+import { RegistrationStore } from '@slicekeeper/state';
+import type { Clock, TimerHandle } from '@slicekeeper/runtime';
 
 export interface RegistrationFollowerOptions {
   /** For reads. The blocking follow runs on a duplicate of it, which the follower owns. */

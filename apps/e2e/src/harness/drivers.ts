@@ -80,16 +80,12 @@ export class ExampleDriverProcess {
   /** Writes a new inventory file and has the driver publish it at once (SIGHUP). */
   async publish(inventory: DriverInventory): Promise<void> {
     await writeFile(this.inventoryFile, JSON.stringify(inventory));
-    const pid = this.running().pid;
-    if (pid !== undefined) process.kill(pid, 'SIGHUP');
+    this.running().signal('SIGHUP');
   }
 
   /** Kills the driver as a crash would: no deregistration; its socket stays behind. */
   async kill(): Promise<void> {
-    const child = this.process;
-    if (child === undefined) return;
-    child.kill();
-    await child.exited;
+    await this.process?.kill();
   }
 
   /** Stops the driver gracefully: it deregisters itself. */

@@ -10,6 +10,7 @@ import {
   SupervisedProcess,
   appCommand,
   generateStackTokens,
+  inheritedEnv,
   repoRoot,
   writeStackTokens,
 } from '@slicekeeper/local-stack';
@@ -168,10 +169,7 @@ export class System {
 
   /** Kills a service as a crash would (SIGKILL). */
   async killService(name: ServiceName): Promise<void> {
-    const child = this.services.get(name);
-    if (child === undefined) return;
-    child.kill();
-    await child.exited;
+    await this.services.get(name)?.kill();
   }
 
   /** Starts an example-driver process registered for `node` and waits until it registered. */
@@ -350,17 +348,12 @@ function spawnLogged(
     logs.set(name, log);
   }
   const out = log;
-  const inherited: Record<string, string> = {};
-  for (const variable of INHERITED) {
-    const value = process.env[variable];
-    if (value !== undefined) inherited[variable] = value;
-  }
-  const { command, args } = appCommand(app);
   return new SupervisedProcess({
     name,
-    command,
-    args,
-    env: { ...inherited, ...env },
+    ...appCommand(app),
+    env: { ...inheritedEnv(process.env, INHERITED), ...env },
+    // A Ctrl-C reaches the test or benchmark only, which then closes the System in order.
+    ownProcessGroup: true,
     onLine: (line) => {
       out.write(`${line}\n`);
     },

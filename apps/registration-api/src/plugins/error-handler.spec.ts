@@ -1,5 +1,6 @@
 import { admissionError } from '@slicekeeper/admission';
 import { TransientError, withContext } from '@slicekeeper/errors';
+import { CorruptRecordError } from '@slicekeeper/state';
 import { HttpError } from '../http-error';
 import { isRedisUnavailable, toErrorAnswer } from './error-handler';
 
@@ -28,6 +29,12 @@ describe('toErrorAnswer', () => {
       'wrong-plugin-type',
     ],
     ['a silent plugin as 502', admissionError('plugin-timeout', 'slow'), 502, 'plugin-timeout'],
+    [
+      'a record in Redis that does not parse as 500, naming it',
+      new CorruptRecordError('status of node-a/gpu.example.com', 'not JSON'),
+      500,
+      'corrupt-record',
+    ],
     [
       "fastify's 413",
       Object.assign(new Error('too large'), {
@@ -108,7 +115,9 @@ describe('toErrorAnswer', () => {
     const answer = toErrorAnswer(error);
     expect([answer.status, answer.body.code]).toEqual([status, code]);
     expect(answer.body.details).toEqual(status === 400 ? [expect.anything()] : []);
-    if (status === 500) expect(answer.body.message).toBe('internal error');
+    if (code === 'internal') expect(answer.body.message).toBe('internal error');
+    if (code === 'corrupt-record')
+      expect(answer.body.message).toBe('corrupt status of node-a/gpu.example.com');
   });
 
   it("escapes and bounds what a plugin said, in the message and the 400's details", () => {

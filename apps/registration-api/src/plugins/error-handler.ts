@@ -6,6 +6,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isAdmissionErrorCode } from '@slicekeeper/admission';
 import type { AdmissionErrorCode } from '@slicekeeper/admission';
 import { SlicekeeperError } from '@slicekeeper/errors';
+import { CorruptRecordError } from '@slicekeeper/state';
 import { boundedText } from '../bounded-text';
 import { HttpError } from '../http-error';
 import type { FieldProblem } from '../http-error';
@@ -136,6 +137,10 @@ export function toErrorAnswer(error: unknown): ErrorAnswer {
   }
   if (isRedisUnavailable(error)) {
     return answer(503, 'redis-unavailable', 'Redis is unavailable; retry later');
+  }
+  if (error instanceof CorruptRecordError) {
+    // Says which record, so that an operator can look at it (or delete it); never its content.
+    return answer(500, 'corrupt-record', boundedText(`corrupt ${error.record}`));
   }
   if (isFastifyClientError(error)) {
     const routerProblem = ROUTER_PARAM_PROBLEMS[error.code];

@@ -1,4 +1,4 @@
-import { redisKeys } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import type { InventorySnapshot, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
 import type { FakePlugin } from '../testing/api-harness';

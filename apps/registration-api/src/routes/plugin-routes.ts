@@ -4,10 +4,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { admitPlugin } from '@slicekeeper/admission';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
-import { keyId, redisKeys, registrationSchema } from '@slicekeeper/contracts';
+import { keyId, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, SyncReason } from '@slicekeeper/contracts';
-import { RegistrationRefusedError } from '@slicekeeper/registry';
-import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
+import { RegistrationRefusedError, apiRateLimitNamespace } from '@slicekeeper/state';
+import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
 import { parseDurationMs } from '@slicekeeper/config';
 import { HttpError } from '../http-error';
 import type { ApiMetrics } from '../plugins/api-metrics';
@@ -71,7 +71,7 @@ export async function pluginRoutes(
     max: options.rateLimitMax,
     timeWindow: options.rateLimitWindowMs,
     redis: options.redis,
-    nameSpace: redisKeys(options.redisPrefix).apiRateLimitPrefix,
+    nameSpace: apiRateLimitNamespace(options.redisPrefix),
     keyGenerator: (request) => principalOf(request).name,
     errorResponseBuilder: (_request, context) =>
       new HttpError(

@@ -6,7 +6,7 @@ export const errorSchema = z
     code: z
       .string()
       .describe(
-        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, method-not-allowed, conflict, body-too-large, unsupported-media-type, rate-limited, endpoint-forbidden, plugin-unreachable, plugin-error, redis-unavailable, shutting-down, internal, …',
+        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, method-not-allowed, conflict, body-too-large, unsupported-media-type, rate-limited, endpoint-forbidden, plugin-unreachable, plugin-error, redis-unavailable, shutting-down, corrupt-record, internal, …',
       ),
     message: z
       .string()

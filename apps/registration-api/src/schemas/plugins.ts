@@ -9,7 +9,7 @@ import {
 } from '@slicekeeper/contracts';
 import { DURATION_RULE, parseDurationMs } from '@slicekeeper/config';
 import { parseEndpoint } from '@slicekeeper/proto';
-import { snapshotSummarySchema } from '@slicekeeper/registry';
+import { snapshotSummarySchema } from '@slicekeeper/state';
 
 /**
  * Longest path parameter the router takes, characters. Node names may be 253 characters; the

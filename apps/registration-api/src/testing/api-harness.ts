@@ -9,12 +9,12 @@ import type {
   PluginSession,
   RegistrationOutcome,
 } from '@slicekeeper/admission';
-import { redisKeys } from '@slicekeeper/contracts';
+import { redisKeys } from '@slicekeeper/state/testing';
 import { TransientError } from '@slicekeeper/errors';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import type { SyncQueue } from '@slicekeeper/queue';
-import { KeyStatusReader, RegistrationStore } from '@slicekeeper/registry';
-import { ApiRedis } from '../api-redis';
+import { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
+import { ApiRedis } from './api-redis';
 import { buildApp } from '../app';
 import type { AppOptions } from '../app';
 

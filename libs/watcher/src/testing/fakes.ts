@@ -8,18 +8,19 @@ import type {
 import { keyId } from '@slicekeeper/contracts';
 import { TerminalError, TransientError } from '@slicekeeper/errors';
 import { createLogger } from '@slicekeeper/observability';
-import { canonicalJson } from '../canonical-json';
+import { canonicalJson } from '@slicekeeper/state';
 import type {
   InventoryStreamHandlers,
   PublisherConnector,
   WatchRequest,
 } from '../publisher-connector';
-import type { SnapshotWriter, StoreResult, WithdrawResult } from '../snapshot-writer';
+import type { SnapshotWriter, StoreResult, WithdrawResult } from '@slicekeeper/state';
 import type { SyncEnqueuer } from '../sync-enqueuer';
+import { KEY } from '@slicekeeper/state/testing';
 
 export const silentLogger = createLogger({ service: 'test', level: 'silent' });
 
-export const KEY: SliceKey = { node: 'node-a', driver: 'gpu.example.com' };
+export { KEY, gpus } from '@slicekeeper/state/testing';
 
 /** A registration of `KEY` (or `key`) at `endpoint`. */
 export function registration(
@@ -33,23 +34,6 @@ export function registration(
     version: 'v1.ResourcePublisher',
     registeredAt: new Date(Date.parse('2026-11-21T12:00:00Z') + sequence).toISOString(),
     sequence,
-  };
-}
-
-/** An inventory of `count` GPUs; `memory` varies it. */
-export function gpus(count: number, memory = '80Gi'): DriverInventory {
-  return {
-    pools: [
-      {
-        name: 'node-a',
-        scope: { kind: 'node' },
-        devices: Array.from({ length: count }, (_, index) => ({
-          name: `gpu-${index}`,
-          attributes: { model: { string: 'H100' }, index: { int: index } },
-          capacity: { memory: { value: memory } },
-        })),
-      },
-    ],
   };
 }
 

@@ -1,3 +1,0 @@
-const { projectConfig } = require('../../jest.preset.cjs');
-
-module.exports = projectConfig('registry', __dirname);

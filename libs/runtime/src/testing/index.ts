@@ -1,0 +1,1 @@
+export { ManualClock, flushPromises } from './manual-clock';

@@ -1,0 +1,30 @@
+export { CorruptRecordError } from './codec';
+export { RegistrationRefusedError, RegistrationStore } from './registration-store';
+export type {
+  AddRegistration,
+  FollowResult,
+  ListRegistrationsOptions,
+  PositionedEvent,
+  RegistrationPage,
+  RegistrationStoreOptions,
+  RemoveOptions,
+} from './registration-store';
+export { KeyStatusReader, snapshotSummarySchema } from './key-status-reader';
+export type { KeyStatus, KeyStatusReaderOptions, SnapshotSummary } from './key-status-reader';
+export { canonicalJson } from './canonical-json';
+export { SnapshotWriter } from './snapshot-writer';
+export type {
+  RestoreResult,
+  SnapshotWriterOptions,
+  StoreResult,
+  WithdrawResult,
+} from './snapshot-writer';
+export { WatcherLeases } from './watcher-leases';
+export type { WatcherLeasesOptions } from './watcher-leases';
+export { KeyIndex } from './key-index';
+export type { KeyIndexOptions, KeyStanding } from './key-index';
+export { SyncRecords, SyncTurn } from './sync-records';
+export type { SyncRecordsOptions, SyncTurnOptions } from './sync-records';
+export { WriteRateLimiter } from './write-rate-limiter';
+export type { WriteRateLimiterOptions } from './write-rate-limiter';
+export { apiRateLimitNamespace } from './redis-keys';

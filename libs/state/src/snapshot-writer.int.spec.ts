@@ -1,0 +1,148 @@
+import { inventorySnapshotSchema } from '@slicekeeper/contracts';
+import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
+import { RegistrationStore } from './registration-store';
+import { SnapshotWriter } from './snapshot-writer';
+import { KEY, gpus, redisKeys } from './testing';
+
+describe('SnapshotWriter', () => {
+  const db = useRedisServer();
+  let prefix: string;
+  let writer: SnapshotWriter;
+  const at = new Date('2026-11-21T12:00:00.000Z');
+  let registry: RegistrationStore;
+  const registration = {
+    ...KEY,
+    endpoint: 'unix:///run/gpu.sock',
+    version: 'v1.ResourcePublisher',
+  };
+  beforeEach(async () => {
+    prefix = uniquePrefix('writer');
+    writer = new SnapshotWriter({ redis: db.redis, prefix });
+    registry = new RegistrationStore({ redis: db.redis, prefix });
+    await registry.add(registration);
+  });
+
+  /** What the syncer records once it has published `generation`. */
+  const synced = (generation: number) =>
+    db.redis.set(
+      redisKeys(prefix).syncStatus(KEY),
+      JSON.stringify({ outcome: 'synced', snapshotGeneration: generation }),
+    );
+
+  async function stored() {
+    const raw = await db.redis.get(redisKeys(prefix).snapshot(KEY));
+    return raw === null ? undefined : inventorySnapshotSchema.parse(JSON.parse(raw));
+  }
+
+  it('stores a snapshot the syncer can read, with generation, time and endpoint', async () => {
+    expect(await writer.store(KEY, 'unix:///run/gpu.sock', gpus(8), at)).toMatchObject({
+      kind: 'stored',
+      generation: 1,
+    });
+    expect(await stored()).toEqual({
+      generation: 1,
+      receivedAt: '2026-11-21T12:00:00.000Z',
+      endpoint: 'unix:///run/gpu.sock',
+      inventory: gpus(8),
+    });
+  });
+
+  it('writes nothing for an equal inventory, whatever the order of its map entries', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    await synced(1);
+    const reordered = gpus(2);
+    const device = reordered.pools[0]?.devices[0];
+    if (device?.attributes !== undefined) {
+      device.attributes = { index: { int: 0 }, model: { string: 'H100' } };
+    }
+    expect(await writer.store(KEY, 'a:2', reordered, new Date())).toEqual({ kind: 'unchanged' });
+    expect((await stored())?.endpoint).toBe('a:1');
+    expect(await writer.store(KEY, 'a:1', gpus(3), at)).toMatchObject({ generation: 2 });
+  });
+
+  it('withdraws by deleting the snapshot; generations keep rising', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    expect(await writer.withdraw(KEY)).toEqual({ kind: 'withdrawn' });
+    expect(await writer.withdraw(KEY)).toEqual({ kind: 'absent' });
+    expect(await stored()).toBeUndefined();
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ generation: 2 });
+  });
+
+  it('writes nothing while another replica holds the lease when fenced by an owner', async () => {
+    const fenced = new SnapshotWriter({ redis: db.redis, prefix, owner: 'replica-1' });
+    await db.redis.set(redisKeys(prefix).watcherLease(KEY), 'replica-2');
+    expect(await fenced.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'not-owner' });
+    await db.redis.set(redisKeys(prefix).watcherLease(KEY), 'replica-1');
+    expect(await fenced.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ kind: 'stored' });
+    await db.redis.set(redisKeys(prefix).watcherLease(KEY), 'replica-2');
+    expect(await fenced.withdraw(KEY)).toEqual({ kind: 'not-owner' });
+    expect(await stored()).toBeDefined();
+  });
+
+  it('asks for the sync again of an equal inventory no sync has finished', async () => {
+    // A watcher that crashed between its store and its enqueue: the next watcher's store of the
+    // same inventory must still lead to a sync.
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unsynced' });
+    await synced(1);
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unchanged' });
+  });
+
+  it('stores nothing for a key that was removed, until it registers again', async () => {
+    await registry.remove(KEY, { graceMs: 30_000 });
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unregistered' });
+    expect(await writer.reject(KEY, 'a:1', 'bad', at)).toEqual({ kind: 'unregistered' });
+    expect(await stored()).toBeUndefined();
+    await registry.add(registration);
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ kind: 'stored' });
+  });
+
+  it('stores a rejected message in place of the inventory, once', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    expect(await writer.reject(KEY, 'a:1', 'message of 2 MiB exceeds 1 MiB', at)).toMatchObject({
+      kind: 'stored',
+      generation: 2,
+    });
+    expect(await stored()).toEqual({
+      generation: 2,
+      receivedAt: '2026-11-21T12:00:00.000Z',
+      endpoint: 'a:1',
+      rejected: 'message of 2 MiB exceeds 1 MiB',
+    });
+    await synced(2);
+    expect(await writer.reject(KEY, 'a:1', 'message of 2 MiB exceeds 1 MiB', at)).toEqual({
+      kind: 'unchanged',
+    });
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ generation: 3 });
+  });
+
+  it('restores the registrations of a live stream after Redis lost them, never of a removed key', async () => {
+    const [stored] = await registry.get(KEY);
+    if (stored === undefined) throw new Error('not registered');
+    await db.redis.flushall();
+    const fenced = new SnapshotWriter({
+      redis: db.redis,
+      prefix,
+      owner: 'replica-1',
+      leaseMs: 5000,
+    });
+    expect(await fenced.restore(KEY, [stored])).toEqual({ kind: 'restored', registrations: 1 });
+    expect(await registry.get(KEY)).toEqual([stored]);
+    // The lease went with the data: it is taken back, so that the fenced writes go on.
+    expect(await db.redis.get(redisKeys(prefix).watcherLease(KEY))).toBe('replica-1');
+    expect(await fenced.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ kind: 'stored' });
+
+    await db.redis.set(redisKeys(prefix).watcherLease(KEY), 'replica-2');
+    expect(await fenced.restore(KEY, [stored])).toEqual({ kind: 'not-owner' });
+    await db.redis.del(redisKeys(prefix).watcherLease(KEY));
+    await registry.remove(KEY);
+    expect(await fenced.restore(KEY, [stored])).toEqual({ kind: 'removed' });
+    expect(await registry.get(KEY)).toEqual([]);
+  });
+
+  it('reloads its scripts after Redis lost them', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    await db.redis.script('FLUSH');
+    expect(await writer.store(KEY, 'a:1', gpus(4), at)).toMatchObject({ kind: 'stored' });
+  });
+});

@@ -1,0 +1,206 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import {
+  inventorySnapshotSchema,
+  keyId,
+  removalSchema,
+  syncStatusSchema,
+} from '@slicekeeper/contracts';
+import type { InventorySnapshot, Removal, SliceKey, SyncStatus } from '@slicekeeper/contracts';
+import { LuaScript, replyOf } from '@slicekeeper/queue';
+import type { PipelineReply } from '@slicekeeper/queue';
+import type { StoredResourceSlice } from '@slicekeeper/slices';
+import { decodeOrUndefined, decodeRecord } from './codec';
+import { KeyGuard } from './key-guard';
+import type { HeldGuard } from './key-guard';
+import { redisKeys } from './redis-keys';
+import type { RedisKeys } from './redis-keys';
+import { queueSyncedRead, queueSyncedWrite, slicesForEpoch, toSyncedRecord } from './synced-slices';
+import type { SyncedRecord } from './synced-slices';
+
+export interface SyncRecordsOptions {
+  redis: Redis;
+  /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
+  prefix?: string;
+  /** How long a crashed sync can hold its key's guard, ms. @defaultValue 60000 */
+  guardTtlMs?: number;
+}
+
+export interface SyncTurnOptions {
+  /** Who takes the key's guard: the BullMQ job id. */
+  holder: string;
+  /** Also read the slices the key's last sync recorded (a sync that brings news plans from them). */
+  withSlices: boolean;
+  /** More commands for the same round trip (a write token); their replies are `SyncTurn.extra`. */
+  also?: (pipeline: ChainableCommander) => void;
+}
+
+/**
+ * What the slice-syncer keeps per key: it reads the key's snapshot, registrations, removal and
+ * status, and records the outcome of each sync (status, the slices it left, the known-keys and
+ * orphan indexes). One sync is one {@link SyncTurn}: two round trips, one that takes the key's
+ * guard with the reads and one that records the outcome with the guard's release. Both are
+ * pipelines, not transactions: the indexes live in other hash slots than the key's records.
+ */
+export class SyncRecords {
+  private readonly keys: RedisKeys;
+  private readonly guard: KeyGuard;
+
+  constructor(options: SyncRecordsOptions) {
+    this.keys = redisKeys(options.prefix);
+    this.guard = new KeyGuard(options.redis, options.guardTtlMs ?? 60_000);
+  }
+
+  /** Takes the key's guard and reads the key; undefined when another sync holds the guard. */
+  async begin(key: SliceKey, options: SyncTurnOptions): Promise<SyncTurn | undefined> {
+    const taken = await this.guard.acquireWith(
+      this.keys.syncGuard(key),
+      this.keys.syncEpoch(key),
+      options.holder,
+      (pipeline) => {
+        pipeline
+          .get(this.keys.snapshot(key))
+          .hlen(this.keys.registrations(key))
+          .get(this.keys.syncStatus(key))
+          .get(this.keys.removal(key));
+        queueSyncedRead(pipeline, this.keys.syncedSlices(key), options.withSlices);
+        options.also?.(pipeline);
+      },
+    );
+    if (taken === undefined) return undefined;
+    const { guard, epoch, replies } = taken;
+    return new SyncTurn(this.keys, key, guard, epoch, replies);
+  }
+}
+
+/** How many replies {@link SyncRecords.begin} asks for before the caller's own. */
+const READS = 5;
+
+/* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
+const FORGET_SNAPSHOT = new LuaScript(
+  `if redis.call('HLEN', KEYS[1]) == 0 then return redis.call('DEL', KEYS[2]) end
+return 0`,
+  2,
+);
+
+/**
+ * One sync's hold on its key: what it read, and the one way to record its outcome. Records are
+ * decoded when asked for, so that a corrupt one fails the sync inside its own error handling
+ * (outcome `corrupt`) and a status is only parsed when a failed sync needs it.
+ */
+export class SyncTurn {
+  /** The replies to `SyncTurnOptions.also`. */
+  readonly extra: readonly PipelineReply[];
+  private readonly reads: readonly PipelineReply[];
+
+  constructor(
+    private readonly keys: RedisKeys,
+    private readonly key: SliceKey,
+    private readonly guard: HeldGuard,
+    /** How many syncs of the key have taken its guard, this one included. */
+    readonly epoch: number,
+    replies: readonly PipelineReply[],
+  ) {
+    this.reads = replies.slice(0, READS);
+    this.extra = replies.slice(READS);
+  }
+
+  /** Whether the key has a registration: a key without one is never published. */
+  registered(): boolean {
+    return Number(this.read(Read.Registrations)) > 0;
+  }
+
+  /** The key's latest snapshot. @throws CorruptRecordError */
+  snapshot(): InventorySnapshot | undefined {
+    const raw = this.text(Read.Snapshot);
+    if (raw === null) return undefined;
+    return decodeRecord(inventorySnapshotSchema, raw, `snapshot of ${this.id}`);
+  }
+
+  /** The key's removal, while its last removal stands. @throws CorruptRecordError */
+  removal(): Removal | undefined {
+    const raw = this.text(Read.Removal);
+    if (raw === null) return undefined;
+    return decodeRecord(removalSchema, raw, `removal of ${this.id}`);
+  }
+
+  /**
+   * The status the key's previous sync recorded; undefined when none or unreadable, which only
+   * loses what a failed sync shows as still published.
+   */
+  previousStatus(): SyncStatus | undefined {
+    const [error, raw] = this.reads[Read.Status] ?? [null, null];
+    return error === null && typeof raw === 'string'
+      ? decodeOrUndefined(syncStatusSchema, raw)
+      : undefined;
+  }
+
+  /**
+   * The slices the key's previous sync recorded, when that sync was the last to take the guard
+   * (see `synced-slices.ts`); undefined otherwise: the caller lists.
+   */
+  recordedSlices(): StoredResourceSlice[] | undefined {
+    return slicesForEpoch(this.synced(), this.epoch);
+  }
+
+  /**
+   * Records the outcome and releases the guard, in one round trip: the key's status, the
+   * indexes the outcome changes and, after a success, the slices the sync left. A withdrawal
+   * with `forgetSnapshot` also deletes the snapshot, unless the key registered again meanwhile:
+   * a registration then publishes from a fresh stream, never from the one that was removed.
+   */
+  async finish(
+    status: SyncStatus,
+    options: { slices?: readonly StoredResourceSlice[]; forgetSnapshot?: boolean } = {},
+  ): Promise<void> {
+    const id = this.id;
+    const finishedAt = Date.parse(status.finishedAt);
+    await this.guard.releaseWith((pipeline) => {
+      pipeline.set(this.keys.syncStatus(this.key), JSON.stringify(status));
+      if (options.slices !== undefined) {
+        const record = this.keys.syncedSlices(this.key);
+        queueSyncedWrite(pipeline, record, this.epoch, options.slices, this.synced());
+      }
+      if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt, id);
+      if (status.outcome === 'withdrawn') {
+        pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
+        if (options.forgetSnapshot === true) {
+          const keys = [this.keys.registrations(this.key), this.keys.snapshot(this.key)];
+          FORGET_SNAPSHOT.queue(pipeline, keys, []);
+        }
+      }
+    });
+  }
+
+  /** Releases the guard, unless {@link finish} already did. */
+  release(): Promise<void> {
+    return this.guard.release();
+  }
+
+  private get id(): string {
+    return keyId(this.key);
+  }
+
+  /** A read's reply; throws the error Redis answered with (a wrong type, say). */
+  private read(which: Read): unknown {
+    const reply = this.reads[which];
+    return reply === undefined ? null : replyOf(reply);
+  }
+
+  private text(which: Read): string | null {
+    const value = this.read(which);
+    return typeof value === 'string' ? value : null;
+  }
+
+  private synced(): SyncedRecord {
+    return toSyncedRecord(this.read(Read.Synced));
+  }
+}
+
+/** The reads {@link SyncRecords.begin} sends, in order. */
+enum Read {
+  Snapshot,
+  Registrations,
+  Status,
+  Removal,
+  Synced,
+}

@@ -1,0 +1,87 @@
+import { execPipeline } from '@slicekeeper/queue';
+import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
+import { WriteRateLimiter } from './write-rate-limiter';
+
+describe('WriteRateLimiter', () => {
+  const db = useRedisServer();
+
+  it('lets a burst through, then makes writers wait for the rate', async () => {
+    const waits: number[] = [];
+    const limiter = new WriteRateLimiter({
+      redis: db.redis,
+      prefix: uniquePrefix('rate'),
+      ratePerSecond: 10,
+      burst: 3,
+      sleep: (ms) => {
+        waits.push(ms);
+        return Promise.reject(new Error('would sleep'));
+      },
+    });
+    for (let i = 0; i < 3; i++) await limiter.acquire();
+    expect(waits).toEqual([]);
+    // The bucket is empty: the fourth writer is told to wait about one token's time (100 ms).
+    await expect(limiter.acquire()).rejects.toThrow('would sleep');
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(0);
+    expect(waits[0]).toBeLessThanOrEqual(100);
+  });
+
+  it('is one budget for every replica', async () => {
+    const prefix = uniquePrefix('shared');
+    const waited: string[] = [];
+    const replica = (name: string) =>
+      new WriteRateLimiter({
+        redis: db.redis,
+        prefix,
+        ratePerSecond: 1,
+        burst: 4,
+        sleep: () => {
+          waited.push(name);
+          return Promise.reject(new Error('stop'));
+        },
+      });
+    const a = replica('a');
+    const b = replica('b');
+    await a.acquire();
+    await b.acquire();
+    await a.acquire();
+    await b.acquire();
+    // Four writes used the shared burst of four: the fifth, from either replica, must wait.
+    await expect(a.acquire()).rejects.toThrow('stop');
+    expect(waited).toEqual(['a']);
+  });
+
+  it('takes a token in a pipeline of other work, and waits as acquire does when there is none', async () => {
+    const prefix = uniquePrefix('pipelined');
+    const waits: number[] = [];
+    const limiter = new WriteRateLimiter({
+      redis: db.redis,
+      prefix,
+      ratePerSecond: 10,
+      burst: 1,
+      sleep: (ms) => {
+        waits.push(ms);
+        return Promise.resolve();
+      },
+    });
+    const ask = () =>
+      execPipeline(db.redis, (pipeline) => {
+        pipeline.ping();
+        limiter.queueAcquire(pipeline);
+      });
+
+    const [pong, granted] = await ask();
+    expect(pong).toEqual([null, 'PONG']);
+    if (granted === undefined) throw new Error('no reply for the token');
+    await limiter.settle(granted);
+    expect(waits).toEqual([]);
+
+    // The burst of one is spent: settling waits for the refill, then takes the next token.
+    const [, refused] = await ask();
+    if (refused === undefined) throw new Error('no reply for the token');
+    await limiter.settle(refused);
+    expect(waits.length).toBeGreaterThanOrEqual(1);
+    expect(waits[0]).toBeGreaterThan(0);
+    expect(waits[0]).toBeLessThanOrEqual(100);
+  });
+});

@@ -1,0 +1,93 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import { LuaScript, replyOf } from '@slicekeeper/queue';
+import type { PipelineReply } from '@slicekeeper/queue';
+import { redisKeys } from './redis-keys';
+
+export interface WriteRateLimiterOptions {
+  redis: Redis;
+  /** slicekeeper's Redis prefix: one bucket per prefix, shared by every replica. @defaultValue `'sk'` */
+  prefix?: string;
+  /** Sustained writes per second across all replicas. */
+  ratePerSecond: number;
+  /** Writes allowed at once after a quiet period. */
+  burst: number;
+  /** Injected for tests. @defaultValue setTimeout-based sleep */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+// A token bucket kept in Redis and refilled from Redis' own clock (TIME), so that replicas with
+// skewed clocks share one budget. Returns 0 when a token was taken, else the wait in ms.
+const TAKE_TOKEN = new LuaScript(
+  `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
+local last = tonumber(redis.call('HGET', KEYS[1], 'at'))
+if tokens == nil or last == nil then
+  tokens = burst
+  last = now
+end
+tokens = math.min(burst, tokens + math.max(0, now - last) * rate / 1000)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.ceil((1 - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return wait
+`,
+  1,
+);
+
+/**
+ * The cluster-wide limit on Kubernetes API writes, shared by all syncer replicas, so that a
+ * burst of changes (a cold start, a driver rollout) cannot overload the API server.
+ */
+export class WriteRateLimiter {
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly key: string;
+
+  constructor(private readonly options: WriteRateLimiterOptions) {
+    this.key = redisKeys(options.prefix).writeRateLimit;
+    this.sleep =
+      options.sleep ??
+      ((ms) =>
+        new Promise((resolve) => {
+          setTimeout(resolve, ms);
+        }));
+  }
+
+  /** Resolves when the caller may make one write. */
+  async acquire(): Promise<void> {
+    const { redis, ratePerSecond, burst } = this.options;
+    for (;;) {
+      const wait = Number(await TAKE_TOKEN.run(redis, [this.key], [ratePerSecond, burst]));
+      if (wait <= 0) return;
+      await this.sleep(wait);
+    }
+  }
+
+  /**
+   * Asks for a token in a pipeline built by `execPipeline`, so that the request shares a round
+   * trip with other work; pass its reply to {@link settle}.
+   */
+  queueAcquire(pipeline: ChainableCommander): void {
+    const { ratePerSecond, burst } = this.options;
+    TAKE_TOKEN.queue(pipeline, [this.key], [ratePerSecond, burst]);
+  }
+
+  /**
+   * Resolves when the caller may make the write asked for with {@link queueAcquire}: at once if
+   * the reply granted a token, else after waiting as {@link acquire} does.
+   */
+  async settle(reply: PipelineReply): Promise<void> {
+    const wait = Number(replyOf(reply));
+    if (wait <= 0) return;
+    await this.sleep(wait);
+    await this.acquire();
+  }
+}
