@@ -4,6 +4,7 @@ import {
   envInt,
   envLogLevel,
   envPort,
+  envRedisPrefix,
   envUrl,
   parseConfig,
 } from '@slicekeeper/config';
@@ -15,11 +16,7 @@ export const localStackConfigSchema = z.object({
     ['redis:', 'rediss:'],
     'An existing Redis to use. Unset: a private redis-server on a free loopback port that keeps nothing on disk.',
   ).optional(),
-  REDIS_PREFIX: z
-    .string()
-    .regex(/^[a-z0-9-]+$/, 'must be lowercase letters, digits and "-"')
-    .default('sk')
-    .describe('Prefix of every Redis key the services use.'),
+  REDIS_PREFIX: envRedisPrefix('Prefix of every Redis key the services use.'),
   KUBECONFIG: z
     .string()
     .optional()

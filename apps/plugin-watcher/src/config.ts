@@ -4,23 +4,14 @@ import {
   envDurationMs,
   envLogLevel,
   envPort,
-  envUrl,
   parseConfig,
+  redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
 export const pluginWatcherConfigSchema = z
   .object({
-    REDIS_URL: envUrl(
-      ['redis:', 'rediss:'],
-      'Redis holding registrations, snapshots and the sync queue.',
-      'redis://127.0.0.1:6379',
-    ),
-    REDIS_PREFIX: z
-      .string()
-      .min(1)
-      .default('sk')
-      .describe('Prefix of every Redis key slicekeeper uses.'),
+    ...redisEnv('registrations, snapshots and the sync queue'),
     WATCHER_MODE: z
       .enum(['node', 'shared'], { message: 'must be node or shared' })
       .default('node')

@@ -6,8 +6,8 @@ import {
   envInt,
   envLogLevel,
   envPort,
-  envUrl,
   parseConfig,
+  redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
@@ -17,16 +17,7 @@ export const registrationApiConfigSchema = z.object({
     8080,
     'Port of the API, its OpenAPI document (/docs) and /metrics, /healthz, /readyz.',
   ),
-  REDIS_URL: envUrl(
-    ['redis:', 'rediss:'],
-    'Redis holding registrations, statuses, the sync queue and the rate-limit counters.',
-    'redis://127.0.0.1:6379',
-  ),
-  REDIS_PREFIX: z
-    .string()
-    .regex(/^[a-z0-9-]+$/, 'must be lowercase letters, digits and "-"')
-    .default('sk')
-    .describe('Prefix of every Redis key; the same for all slicekeeper services.'),
+  ...redisEnv('registrations, statuses, the sync queue and the rate-limit counters'),
   TOKEN_FILE: z
     .string()
     .min(1)

@@ -4,23 +4,14 @@ import {
   envInt,
   envLogLevel,
   envPort,
-  envUrl,
   parseConfig,
+  redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
 export const sliceSyncerConfigSchema = z
   .object({
-    REDIS_URL: envUrl(
-      ['redis:', 'rediss:'],
-      'Redis holding snapshots, statuses and the queue.',
-      'redis://127.0.0.1:6379',
-    ),
-    REDIS_PREFIX: z
-      .string()
-      .regex(/^[a-z0-9-]+$/, 'must be lowercase letters, digits and "-"')
-      .default('sk')
-      .describe('Prefix of every Redis key; the same for all slicekeeper services.'),
+    ...redisEnv('snapshots, statuses and the queue'),
     KUBECONFIG: z
       .string()
       .optional()

@@ -13,3 +13,4 @@ export {
   parseDurationMs,
 } from './env';
 export { endpointPolicyEnv } from './endpoint-policy-env';
+export { envRedisPrefix, redisEnv } from './redis-env';
