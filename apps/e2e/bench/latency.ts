@@ -11,8 +11,9 @@ import type { EmulatorClient, InProcessDriver, ResourceSlice } from '../src/harn
 import { gpuInventory } from '../src/harness';
 import { round, summarize } from './stats';
 import { apiCalls, callsSince, cpuSeconds, cpuSince } from './support';
+import type { ApiCalls } from './support';
 
-interface WatchEvent {
+export interface WatchEvent {
   type: string;
   object: ResourceSlice;
 }
@@ -25,6 +26,8 @@ export class SliceWatch {
   /** Key id → the highest rev seen. */
   readonly latest = new Map<string, number>();
   onSlice: ((key: string, rev: number, at: number) => void) | undefined;
+  /** Every watch event as it arrived (`at`: `performance.now()`), deletions included. */
+  onEvent: ((event: WatchEvent, at: number) => void) | undefined;
   private request: http.ClientRequest | undefined;
   private failure: Error | undefined;
 
@@ -99,6 +102,7 @@ export class SliceWatch {
       this.failure ??= new Error(`watch error: ${JSON.stringify(event.object)}`);
       return;
     }
+    this.onEvent?.(event, at);
     if (event.type === 'ADDED' || event.type === 'MODIFIED') this.seen(event.object, at);
   }
 
@@ -127,6 +131,8 @@ export interface LatencyResult {
   converged: boolean;
   readsPerChange: number;
   writesPerChange: number;
+  /** Every API call while sending and draining. */
+  api: ApiCalls;
   /** Seconds of sending and draining. */
   wallSeconds: number;
   /** CPU seconds per process while sending and draining. */
@@ -236,6 +242,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
       converged,
       readsPerChange: round(calls.reads / total, 3),
       writesPerChange: round(calls.writes / total, 3),
+      api: calls,
       wallSeconds: round((performance.now() - start) / 1000, 2),
       cpuSeconds: cpu,
     };

@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
 import type { FloorResult } from './floor';
 import type { LatencyResult } from './latency';
+import type { RepairResult } from './repair';
 import { round } from './stats';
+import type { ApiCalls } from './support';
 import type { SyncRunResult } from './sync-throughput';
+import type { SyncerMemoryResult } from './syncer-memory';
 import type { WatcherMemoryResult } from './watcher-memory';
 
 export interface Goal {
@@ -32,6 +35,10 @@ export interface BenchResults {
   floor: FloorResult;
   latency: (LatencyResult & { ratioToFloor: number })[];
   sync: SyncRunResult[];
+  /** API reads (list/get of resourceslices and nodes) per phase; watch requests apart. */
+  apiReads: ApiReadsRow[];
+  repair: RepairResult;
+  syncerMemory: SyncerMemoryResult;
   watcherMemory: WatcherMemoryResult;
   goals: Goal[];
   durationSeconds: number;
@@ -48,13 +55,104 @@ export function machineInfo(): BenchResults['machine'] {
   };
 }
 
+/** The API calls of one phase, counted against what the phase did. */
+export interface ApiReadsRow {
+  phase: string;
+  /** What `count` counts: inventory changes, resyncs (one per key), first publishes, … */
+  unit: 'change' | 'resync' | 'publish' | 'external delete' | 'restart';
+  count: number;
+  sliceReads: number;
+  nodeReads: number;
+  /** (sliceReads + nodeReads) / count. */
+  readsPerUnit: number;
+  /** Watch requests opened (not reads). */
+  watches: number;
+  writes: number;
+}
+
+const PLURALS: Record<ApiReadsRow['unit'], string> = {
+  change: 'changes',
+  resync: 'resyncs',
+  publish: 'publishes',
+  'external delete': 'external deletes',
+  restart: 'restarts',
+};
+
+function readsRow(
+  phase: string,
+  unit: ApiReadsRow['unit'],
+  count: number,
+  api: ApiCalls,
+): ApiReadsRow {
+  return {
+    phase,
+    unit,
+    count,
+    sliceReads: api.sliceReads,
+    nodeReads: api.nodeReads,
+    readsPerUnit: round(api.reads / count, 3),
+    watches: api.watches,
+    writes: api.writes,
+  };
+}
+
+/** One row per measured phase; changes and resyncs are the rows the goals judge. */
+export function apiReadRows(
+  latency: readonly LatencyResult[],
+  sync: readonly SyncRunResult[],
+  repair: RepairResult,
+  memory: SyncerMemoryResult,
+): ApiReadsRow[] {
+  return [
+    ...latency.map((l) => readsRow(`latency ${l.rate}/s`, 'change', l.sent, l.api)),
+    ...sync.flatMap((run) => [
+      readsRow(`cold ×${run.replicas}`, 'publish', run.cold.keys, run.cold.api),
+      readsRow(`warm ×${run.replicas}`, 'resync', run.warm.keys, run.warm.api),
+      readsRow(`churn ×${run.replicas}`, 'change', run.churn.keys, run.churn.api),
+    ]),
+    readsRow('external-delete repair', 'external delete', repair.deletes, repair.api),
+    readsRow('syncer restart (its first lists)', 'restart', 1, memory.startApi),
+  ];
+}
+
+/** Reads per unit over every row of that unit. */
+function readsPer(rows: readonly ApiReadsRow[], unit: ApiReadsRow['unit']) {
+  const of = rows.filter((r) => r.unit === unit);
+  const count = of.reduce((sum, r) => sum + r.count, 0);
+  const reads = of.reduce((sum, r) => sum + r.sliceReads + r.nodeReads, 0);
+  const watches = of.reduce((sum, r) => sum + r.watches, 0);
+  return { count, reads, watches, perUnit: count === 0 ? Number.NaN : round(reads / count, 3) };
+}
+
+/** The issue 15 line: reads per change and per resync, watch requests named apart. */
+export function readsLine(rows: readonly ApiReadsRow[]): string {
+  const changes = readsPer(rows, 'change');
+  const resyncs = readsPer(rows, 'resync');
+  return (
+    `API reads (list/get of resourceslices and nodes): ${changes.perUnit} per change ` +
+    `(${changes.reads} over ${changes.count} changes), ${resyncs.perUnit} per resync ` +
+    `(${resyncs.reads} over ${resyncs.count} forced resyncs); watch requests are not reads ` +
+    `and are not counted (${changes.watches + resyncs.watches} opened meanwhile)`
+  );
+}
+
 /** The goals, each met or not, from the figures. */
 export function evaluateGoals(
   floor: FloorResult,
   latency: readonly (LatencyResult & { ratioToFloor: number })[],
   sync: readonly SyncRunResult[],
+  apiReads: readonly ApiReadsRow[],
 ): Goal[] {
   const goals: Goal[] = [];
+  for (const unit of ['change', 'resync'] as const) {
+    const reads = readsPer(apiReads, unit);
+    goals.push({
+      name: `API reads per ${unit} (list/get of resourceslices and nodes; watches not counted)`,
+      goal: '0',
+      actual: `${reads.perUnit} (${reads.reads} over ${reads.count})`,
+      met: reads.reads === 0,
+    });
+  }
   const at100 = latency.find((l) => l.rate === 100);
   if (at100 !== undefined) {
     goals.push({
@@ -164,6 +262,45 @@ export function markdown(results: BenchResults): string {
         ]),
       ),
     ),
+    '## API reads per change, resync and repair',
+    `${readsLine(results.apiReads)}.`,
+    table(
+      [
+        'phase',
+        'counted',
+        'list/get resourceslices',
+        'list/get nodes',
+        'reads per unit',
+        'watch requests (not reads)',
+        'slice writes',
+      ],
+      results.apiReads.map((r) => [
+        r.phase,
+        `${r.count} ${r.count === 1 ? r.unit : PLURALS[r.unit]}`,
+        r.sliceReads,
+        r.nodeReads,
+        r.readsPerUnit,
+        r.watches,
+        r.writes,
+      ]),
+    ),
+    '## External-delete repair: DELETE answered → a slice of the pool seen again through a watch',
+    table(
+      ['deletes', 'p50', 'p99', 'max', 'API reads', 'slicekeeper writes', 'wall s'],
+      [
+        [
+          results.repair.deletes,
+          ms(results.repair.p50ms),
+          ms(results.repair.p99ms),
+          ms(results.repair.maxMs),
+          results.repair.api.reads,
+          results.repair.syncerWrites,
+          results.repair.wallSeconds,
+        ],
+      ],
+    ),
+    '## Slice-syncer cache memory (fresh process, VmRSS from /proc, heap used from /metrics)',
+    syncerMemoryTable(results.syncerMemory),
     '## CPU seconds per process and phase (from /proc; the bench hosts the in-process drivers)',
     cpuTable(results),
     '## Plugin-watcher memory per stream',
@@ -219,6 +356,7 @@ function cpuTable(results: BenchResults): string {
         p.seconds,
       ]),
     ),
+    ['repair', results.repair.cpuSeconds, results.repair.wallSeconds],
   ];
   return table(
     ['phase', 'wall s', ...PROCESSES],
@@ -228,6 +366,37 @@ function cpuTable(results: BenchResults): string {
       ...PROCESSES.map((p) => round(cpu[p] ?? 0, 2)),
     ]),
   );
+}
+
+function syncerMemoryTable(m: SyncerMemoryResult): string {
+  const kib = (bytes: number): string => `${round(bytes / 1024, 1)} KiB`;
+  return [
+    table(
+      ['syncer', 'slices / Nodes cached', 'RSS', 'heap used'],
+      [
+        ['fresh, empty cluster (idle)', '0 / 0', mib(m.idle.rssBytes), mib(m.idle.heapUsedBytes)],
+        [
+          `fresh, after a restart (ready in ${m.secondsToReady} s)`,
+          `${m.slices} / ${m.nodes}`,
+          mib(m.loaded.rssBytes),
+          mib(m.loaded.heapUsedBytes),
+        ],
+        [
+          'the one that ran every phase, before that restart',
+          `${m.slices} / ${m.nodes}`,
+          mib(m.afterPhases.rssBytes),
+          mib(m.afterPhases.heapUsedBytes),
+        ],
+        [
+          '**per 1,000 slices** (fresh, cached − idle)',
+          `1000 / ${round((m.nodes / m.slices) * 1000, 0)}`,
+          kib(m.rssBytesPer1000Slices),
+          kib(m.heapUsedBytesPer1000Slices),
+        ],
+      ],
+    ),
+    `Each anti-entropy relist (RELIST_INTERVAL) costs what the restart's first lists cost: ${m.startApi.sliceReads} list pages of resourceslices and ${m.startApi.nodeReads} of nodes.`,
+  ].join('\n\n');
 }
 
 function summaryCells(s: FloorResult['apiWrite']): (string | number)[] {

@@ -10,8 +10,14 @@ export function progress(line: string): void {
 
 /** API calls counted by the emulator, as the benchmarks report them. */
 export interface ApiCalls {
-  /** get and list of resourceslices and nodes. */
+  /** get and list of resourceslices and nodes (`reads` = `sliceReads` + `nodeReads`). */
   reads: number;
+  /** get and list of resourceslices. */
+  sliceReads: number;
+  /** get and list of nodes. */
+  nodeReads: number;
+  /** Watch requests opened on resourceslices and nodes: not reads, counted apart. */
+  watches: number;
   /** create, update, patch and delete of resourceslices. */
   writes: number;
 }
@@ -19,20 +25,29 @@ export interface ApiCalls {
 const READ_VERBS = new Set(['get', 'list']);
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
-/** The emulator's request counters, summed into reads and writes. */
+/** The emulator's request counters, summed into reads, watches and writes. */
 export async function apiCalls(emulator: EmulatorClient): Promise<ApiCalls> {
-  let reads = 0;
-  let writes = 0;
+  const calls: ApiCalls = { reads: 0, sliceReads: 0, nodeReads: 0, watches: 0, writes: 0 };
   for (const c of await emulator.counters()) {
-    if (READ_VERBS.has(c.verb) && (c.resource === 'resourceslices' || c.resource === 'nodes'))
-      reads += c.count;
-    if (WRITE_VERBS.has(c.verb) && c.resource === 'resourceslices') writes += c.count;
+    const slices = c.resource === 'resourceslices';
+    const nodes = c.resource === 'nodes';
+    if (READ_VERBS.has(c.verb) && slices) calls.sliceReads += c.count;
+    if (READ_VERBS.has(c.verb) && nodes) calls.nodeReads += c.count;
+    if (c.verb === 'watch' && (slices || nodes)) calls.watches += c.count;
+    if (WRITE_VERBS.has(c.verb) && slices) calls.writes += c.count;
   }
-  return { reads, writes };
+  calls.reads = calls.sliceReads + calls.nodeReads;
+  return calls;
 }
 
 export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
-  return { reads: after.reads - before.reads, writes: after.writes - before.writes };
+  return {
+    reads: after.reads - before.reads,
+    sliceReads: after.sliceReads - before.sliceReads,
+    nodeReads: after.nodeReads - before.nodeReads,
+    watches: after.watches - before.watches,
+    writes: after.writes - before.writes,
+  };
 }
 
 /** `used_memory` from Redis's `INFO memory`, bytes. */

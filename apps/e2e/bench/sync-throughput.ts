@@ -24,6 +24,7 @@ import {
   redisUsedMemory,
   withSystem,
 } from './support';
+import type { ApiCalls } from './support';
 
 const PREFIX = 'sk';
 const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
@@ -38,6 +39,8 @@ export interface SyncPhaseResult {
   reads: number;
   readsPerKey: number;
   writesPerKey: number;
+  /** Every API call during the phase (watch requests apart from reads). */
+  api: ApiCalls;
   /** CPU seconds per process during the phase. */
   cpuSeconds: Record<string, number>;
 }
@@ -58,6 +61,12 @@ export interface SyncRunOptions {
   keys: number;
   replicas: number;
   concurrency: number;
+  /** Extra settings of every slice-syncer replica (e.g. a fixed PROBE_PORT). */
+  syncerEnv?: Record<string, string>;
+  /** Runs once the system is up, before any Node or key exists (an empty cluster). */
+  beforeNodes?: (system: System) => Promise<void>;
+  /** Runs after the churn phase, every key published and synced. */
+  afterPhases?: (system: System, keys: readonly SliceKey[]) => Promise<void>;
 }
 
 /** 8 NICs, like `gpuInventory`'s 8 GPUs, with the same `rev` attribute. */
@@ -107,11 +116,16 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
         SYNC_WRITE_RATE: '1000000',
         SYNC_WRITE_BURST: '1000000',
         RESYNC_INTERVAL: '1h',
+        // The anti-entropy relist (a list of every managed slice and Node) stays out of the
+        // measured phases: it is a periodic cost, not a cost per sync.
+        RELIST_INTERVAL: '1h',
+        ...options.syncerEnv,
       },
     },
     async (system) => {
       // The bench plays the watcher's part, so that nothing but the syncers acts on the keys.
       await system.stopService('plugin-watcher');
+      await options.beforeNodes?.(system);
       progress(`sync ×${options.replicas}: creating ${nodes.length} nodes…`);
       await system.emulator.createNodes(nodes, 32);
       const redis = createRedisConnection({ url: system.redis.url, connectionName: 'bench' });
@@ -128,6 +142,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
         const churned = keys.filter((_, i) => i % 10 === 0);
         progress(`sync ×${options.replicas}: 10% churn (${churned.length} keys)…`);
         const churn = await phase(system, producer, 'churn', churned, 'snapshot');
+        await options.afterPhases?.(system, keys);
         return {
           replicas: options.replicas,
           concurrency: options.concurrency,
@@ -237,6 +252,7 @@ async function phase(
     reads: calls.reads,
     readsPerKey: round(calls.reads / keys.length, 3),
     writesPerKey: round(calls.writes / keys.length, 3),
+    api: calls,
     cpuSeconds: cpu,
   };
 }

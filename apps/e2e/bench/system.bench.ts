@@ -6,27 +6,46 @@
  * 2. end-to-end latency, driver sends → slice seen through a watch, at 100 and 1,000 changes/s
  *    over 100 in-process drivers, one syncer replica, each rate after 2 s of unmeasured warm-up
  *    at that rate (as the floor's first rounds are unmeasured);
- * 3. cold publish, warm resync and 10% churn of BENCH_KEYS keys (nodes × 2 drivers × 8 devices)
- *    with each replica count of BENCH_REPLICAS, a fresh System each, and Redis memory per key;
- * 4. the plugin-watcher's memory per stream over BENCH_STREAMS in-process drivers.
+ * 3. cold publish, warm resync (a forced resync of every key) and 10% churn of BENCH_KEYS keys
+ *    (nodes × 2 drivers × 8 devices) with each replica count of BENCH_REPLICAS, a fresh System
+ *    each, and Redis memory per key;
+ * 4. in the 1-replica System, once churned: BENCH_DELETES managed slices deleted one at a time
+ *    behind slicekeeper's back, each timed until its pool is back; then the syncer's memory with
+ *    its caches holding every slice and Node against the same syncer idle in the empty cluster;
+ * 5. the plugin-watcher's memory per stream over BENCH_STREAMS in-process drivers.
+ *
+ * API reads (list/get of resourceslices and nodes; watch requests are not reads) are counted in
+ * every phase from the emulator's request counters.
  *
  * Progress goes to stderr, markdown tables to stdout, every figure to bench/results/<date>.json.
- * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4"), BENCH_SECONDS per latency rate (10),
- * BENCH_STREAMS (1000).
+ * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4", must include 1), BENCH_SECONDS per
+ * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000).
  */
 import { performance } from 'node:perf_hooks';
 import { keyId } from '@slicekeeper/contracts';
+import { freePort } from '@slicekeeper/testing';
 import { gpuInventory, inParallel } from '../src/harness';
 import type { InProcessDriver } from '../src/harness';
 import { measureFloor } from './floor';
 import type { FloorResult } from './floor';
 import { SliceWatch, measureLatency } from './latency';
 import type { LatencyResult } from './latency';
-import { evaluateGoals, machineInfo, markdown, writeResults } from './report';
+import { measureRepair } from './repair';
+import type { RepairResult } from './repair';
+import {
+  apiReadRows,
+  evaluateGoals,
+  machineInfo,
+  markdown,
+  readsLine,
+  writeResults,
+} from './report';
 import type { BenchResults } from './report';
 import { round } from './stats';
 import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunResult } from './sync-throughput';
+import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
+import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
 import { closeSystemsOnSignal, progress, withSystem } from './support';
 import { measureWatcherMemory } from './watcher-memory';
 
@@ -40,11 +59,13 @@ function positiveInt(name: string, fallback: number): number {
 const KEYS = positiveInt('BENCH_KEYS', 10_000);
 const SECONDS = positiveInt('BENCH_SECONDS', 10);
 const STREAMS = positiveInt('BENCH_STREAMS', 1000);
+const DELETES = positiveInt('BENCH_DELETES', 100);
 const REPLICAS = (process.env.BENCH_REPLICAS ?? '1,2,4').split(',').map((r) => {
   const value = Number(r.trim());
   if (!Number.isInteger(value) || value <= 0) throw new Error('BENCH_REPLICAS: e.g. "1,2,4"');
   return value;
 });
+if (!REPLICAS.includes(1)) throw new Error('BENCH_REPLICAS must include 1 (repair and memory)');
 /** Sync jobs per syncer replica at once, in every phase. */
 const CONCURRENCY = 16;
 /** Drivers (keys, one per node) of the latency phases. */
@@ -67,6 +88,7 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
         SYNC_WRITE_RATE: '1000000',
         SYNC_WRITE_BURST: '1000000',
         RESYNC_INTERVAL: '1h',
+        RELIST_INTERVAL: '1h',
       },
     },
     async (system) => {
@@ -109,7 +131,11 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
             rate,
             seconds: SECONDS,
           });
-          latency.push({ ...result, ratioToFloor: round(result.p50ms / floor.floorMs, 2) });
+          const ratioToFloor = round(result.p50ms / floor.floorMs, 2);
+          latency.push({ ...result, ratioToFloor });
+          progress(
+            `latency ${rate}/s: p50 ${result.p50ms} ms (${ratioToFloor} × floor ${floor.floorMs} ms), p99 ${result.p99ms} ms, API reads per change ${result.readsPerChange} (watch requests not counted)`,
+          );
         }
         return { floor, latency };
       } finally {
@@ -119,20 +145,81 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
   );
 }
 
+/**
+ * Cold, warm and churn with `replicas` syncers; with one, the repair and the syncer's memory
+ * in the same System as well.
+ */
+async function syncRun(replicas: number): Promise<{
+  run: SyncRunResult;
+  repair?: RepairResult;
+  memory?: SyncerMemoryResult;
+}> {
+  const label = `sync ×${replicas}`;
+  if (replicas !== 1) {
+    return { run: await runSyncThroughput({ keys: KEYS, replicas, concurrency: CONCURRENCY }) };
+  }
+  // A fixed probe port: the memory readings find the syncer (and its /metrics) by it.
+  const probePort = await freePort();
+  let idle: MemoryReading | undefined;
+  let repair: RepairResult | undefined;
+  let memory: SyncerMemoryResult | undefined;
+  const run = await runSyncThroughput({
+    keys: KEYS,
+    replicas,
+    concurrency: CONCURRENCY,
+    syncerEnv: { PROBE_PORT: String(probePort) },
+    beforeNodes: async () => {
+      progress(`${label}: syncer memory, idle in an empty cluster…`);
+      idle = await readSyncerMemory(probePort);
+    },
+    afterPhases: async (system, keys) => {
+      progress(`${label}: external-delete repair, ${DELETES} slices one at a time…`);
+      repair = await measureRepair({ system, keys, deletes: DELETES });
+      progress(
+        `${label}: repair p50 ${repair.p50ms} ms, p99 ${repair.p99ms} ms, ${repair.api.reads} API reads`,
+      );
+      if (idle === undefined) throw new Error('no idle reading');
+      progress(`${label}: syncer memory, restarted with every slice and Node cached…`);
+      memory = await measureLoadedSyncer({
+        system,
+        probePort,
+        idle,
+        nodes: Math.ceil(keys.length / 2),
+      });
+      progress(
+        `${label}: cache memory per 1,000 slices: ${round(memory.rssBytesPer1000Slices / 1024, 1)} KiB RSS, ${round(memory.heapUsedBytesPer1000Slices / 1024, 1)} KiB heap`,
+      );
+    },
+  });
+  return { run, ...(repair ? { repair } : {}), ...(memory ? { memory } : {}) };
+}
+
 async function main(): Promise<void> {
   closeSystemsOnSignal();
   const startedAt = new Date();
   const machine = machineInfo();
   const start = performance.now();
   progress(
-    `keys ${KEYS}, replicas ${REPLICAS.join(',')}, ${SECONDS} s per latency rate, ${STREAMS} streams`,
+    `keys ${KEYS}, replicas ${REPLICAS.join(',')}, ${SECONDS} s per latency rate, ${DELETES} deletes, ${STREAMS} streams`,
   );
   const { floor, latency } = await floorAndLatency();
   const sync: SyncRunResult[] = [];
+  let repair: RepairResult | undefined;
+  let syncerMemory: SyncerMemoryResult | undefined;
   for (const replicas of REPLICAS) {
     progress(`sync: fresh system with ${replicas} syncer replica(s)…`);
-    sync.push(await runSyncThroughput({ keys: KEYS, replicas, concurrency: CONCURRENCY }));
+    const result = await syncRun(replicas);
+    sync.push(result.run);
+    repair ??= result.repair;
+    syncerMemory ??= result.memory;
+    const { cold, warm, churn } = result.run;
+    progress(
+      `sync ×${replicas}: cold ${cold.seconds} s, warm ${warm.seconds} s (${warm.writes} writes), reads per resync ${warm.readsPerKey}, per change ${churn.readsPerKey} (watch requests not counted)`,
+    );
   }
+  if (repair === undefined || syncerMemory === undefined) throw new Error('no 1-replica run');
+  const apiReads = apiReadRows(latency, sync, repair, syncerMemory);
+  progress(readsLine(apiReads));
   progress(`watcher memory: fresh system for ${STREAMS} streams…`);
   const watcherMemory = await measureWatcherMemory(STREAMS);
   const results: BenchResults = {
@@ -144,6 +231,7 @@ async function main(): Promise<void> {
       replicas: REPLICAS,
       secondsPerRate: SECONDS,
       streams: STREAMS,
+      deletes: DELETES,
       syncConcurrency: CONCURRENCY,
       latencyDrivers: LATENCY_DRIVERS,
       latencyRates: LATENCY_RATES,
@@ -152,8 +240,11 @@ async function main(): Promise<void> {
     floor,
     latency,
     sync,
+    apiReads,
+    repair,
+    syncerMemory,
     watcherMemory,
-    goals: evaluateGoals(floor, latency, sync),
+    goals: evaluateGoals(floor, latency, sync, apiReads),
     durationSeconds: round((performance.now() - start) / 1000, 1),
   };
   const path = await writeResults(results);

@@ -8,6 +8,7 @@ describe('kube emulator config', () => {
       KUBECONFIG_OUT: '.kube-emulator/kubeconfig',
       HISTORY_SIZE: 10_000,
       GC_DELAY: 0,
+      FEATURE_GATES: {},
       LOG_LEVEL: 'info',
     });
   });
@@ -36,5 +37,37 @@ describe('kube emulator config', () => {
     expect(() => loadConfig({ PORT: 'http', HISTORY_SIZE: '0', LOG_LEVEL: 'loud' })).toThrow(
       /PORT[\s\S]*HISTORY_SIZE[\s\S]*LOG_LEVEL/,
     );
+  });
+
+  describe('FEATURE_GATES', () => {
+    it("reads kube-apiserver's --feature-gates syntax", () => {
+      expect(
+        loadConfig({
+          FEATURE_GATES:
+            'DRADeviceTaints=true, DRAPartitionableDevices=false,,DRAConsumableCapacity=1,DRAResourceClaimDeviceStatus=F',
+        }).FEATURE_GATES,
+      ).toEqual({
+        DRADeviceTaints: true,
+        DRAPartitionableDevices: false,
+        DRAConsumableCapacity: true,
+        DRAResourceClaimDeviceStatus: false,
+      });
+    });
+
+    it('refuses a gate it does not know, naming it', () => {
+      expect(() =>
+        loadConfig({ FEATURE_GATES: 'DRADeviceTaints=true,DRADeviceTaint=true' }),
+      ).toThrow(
+        /FEATURE_GATES: unrecognized feature gate: DRADeviceTaint \(the emulator knows DRADeviceTaints, /,
+      );
+    });
+
+    it('names every bad entry: a missing or a non-boolean value', () => {
+      expect(() =>
+        loadConfig({ FEATURE_GATES: 'DRADeviceTaints,DRAConsumableCapacity=on' }),
+      ).toThrow(
+        /FEATURE_GATES: missing bool value for DRADeviceTaints[\s\S]*FEATURE_GATES: invalid value of DRAConsumableCapacity=on/,
+      );
+    });
   });
 });

@@ -1,6 +1,77 @@
 import { z } from 'zod';
+import type { DraFeatureGate, FeatureGates } from '@slicekeeper/apiserver';
 import { envDurationMs, envInt, envLogLevel, envPort, parseConfig } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
+
+/**
+ * The gates the emulator knows: those of kube-apiserver 1.34 that change what a ResourceSlice
+ * keeps. `satisfies` ties the list to the shared gate-name type, both ways.
+ */
+const KNOWN_FEATURE_GATES = {
+  DRADeviceTaints: true,
+  DRAPartitionableDevices: true,
+  DRADeviceBindingConditions: true,
+  DRAConsumableCapacity: true,
+  DRAResourceClaimDeviceStatus: true,
+} as const satisfies Record<DraFeatureGate, true>;
+
+function isKnownFeatureGate(name: string): name is DraFeatureGate {
+  return Object.hasOwn(KNOWN_FEATURE_GATES, name);
+}
+
+/** Go's `strconv.ParseBool`, which kube-apiserver parses gate values with. */
+const GO_BOOLS: Readonly<Record<string, boolean>> = {
+  '1': true,
+  t: true,
+  T: true,
+  TRUE: true,
+  true: true,
+  True: true,
+  '0': false,
+  f: false,
+  F: false,
+  FALSE: false,
+  false: false,
+  False: false,
+};
+
+/**
+ * `Gate=true,Other=false` as kube-apiserver's `--feature-gates` reads it (component-base
+ * `featureGate.Set`), with its messages; every bad entry is named, not just the first.
+ */
+function envFeatureGates(description: string) {
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx): FeatureGates => {
+      const gates: Partial<Record<DraFeatureGate, boolean>> = {};
+      for (const entry of (value ?? '').split(',')) {
+        if (entry.trim() === '') continue;
+        const [rawName = '', rawValue] = entry.split(/=(.*)/s);
+        const name = rawName.trim();
+        if (rawValue === undefined) {
+          ctx.addIssue({ code: 'custom', message: `missing bool value for ${name}` });
+          continue;
+        }
+        const enabled = GO_BOOLS[rawValue.trim()];
+        if (enabled === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `invalid value of ${name}=${rawValue.trim()}: must be true or false`,
+          });
+        } else if (!isKnownFeatureGate(name)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unrecognized feature gate: ${name} (the emulator knows ${Object.keys(KNOWN_FEATURE_GATES).join(', ')})`,
+          });
+        } else {
+          gates[name] = enabled;
+        }
+      }
+      return gates;
+    })
+    .describe(description);
+}
 
 export const schema = z.object({
   PORT: envPort(
@@ -27,6 +98,9 @@ export const schema = z.object({
     min: 1,
   }),
   GC_DELAY: envDurationMs('0ms', 'Delay before a Node deletion takes its ResourceSlices with it.'),
+  FEATURE_GATES: envFeatureGates(
+    "DRA gates as kube-apiserver's `--feature-gates` takes them, e.g. `DRADeviceTaints=true,DRAConsumableCapacity=false`. Unset, the alpha ones are off and DRAResourceClaimDeviceStatus on; a written ResourceSlice loses the fields of a disabled gate unless the stored one uses them, as in kube-apiserver 1.34. Other gate names are refused.",
+  ),
   LOG_LEVEL: envLogLevel(),
 });
 

@@ -11,11 +11,15 @@ async function main(): Promise<void> {
     host: config.HOST,
     historySize: config.HISTORY_SIZE,
     garbageCollectionDelayMs: config.GC_DELAY,
+    featureGates: config.FEATURE_GATES,
     kubeconfigPath: resolve(config.KUBECONFIG_OUT),
     ...(config.TOKEN_FILE === undefined ? {} : { tokenFile: config.TOKEN_FILE }),
     logger,
   });
-  logger.info({ url: running.url, kubeconfig: running.kubeconfigPath }, 'listening');
+  logger.info(
+    { url: running.url, kubeconfig: running.kubeconfigPath, featureGates: config.FEATURE_GATES },
+    'listening',
+  );
   installShutdown({ logger, close: () => running.close() });
 }
 

@@ -3,10 +3,11 @@ import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import { syncStatusSchema } from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
 import type { InventorySnapshot, SliceKey } from '@slicekeeper/contracts';
-import { KubeSliceClient } from '@slicekeeper/kube';
+import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
 import { createLogger } from '@slicekeeper/observability';
 import { createRedisConnection } from '@slicekeeper/queue';
-import { SliceSyncer, SyncProcessor } from '@slicekeeper/syncer';
+import { SyncRecords } from '@slicekeeper/state';
+import { Reconciler, SliceSyncer } from '@slicekeeper/syncer';
 import { RedisServer, waitFor, uniquePrefix } from '@slicekeeper/testing';
 import { ApiHarness, SOCKET_DIR, admin } from './testing/api-harness';
 
@@ -31,6 +32,8 @@ describe('removing a plugin with only the syncer running', () => {
   let kube: RunningKubeEmulator;
   let h: ApiHarness;
   let syncer: SliceSyncer;
+  let transport: KubeTransport;
+  let cluster: ClusterCache;
   const workerConnection = () => createRedisConnection({ url: server.url });
   let worker: ReturnType<typeof workerConnection>;
 
@@ -45,13 +48,16 @@ describe('removing a plugin with only the syncer running', () => {
     h = await new ApiHarness({ redisUrl: server.url, prefix: uniquePrefix('api') }).ready();
     worker = workerConnection();
     const logger = createLogger({ service: 'slice-syncer', level: 'silent' });
+    transport = new KubeTransport({ kind: 'yaml', text: kube.kubeconfig });
+    cluster = new ClusterCache({ transport, logger });
+    await cluster.start();
     syncer = new SliceSyncer({
       connection: worker,
       prefix: h.prefix,
-      processor: new SyncProcessor({
-        api: new KubeSliceClient({ kubeconfig: { kind: 'yaml', text: kube.kubeconfig } }),
-        redis: h.redis,
-        prefix: h.prefix,
+      reconciler: new Reconciler({
+        records: new SyncRecords({ redis: h.redis, prefix: h.prefix }),
+        cluster,
+        api: new KubeSliceClient({ transport }),
         logger,
       }),
       logger,
@@ -60,6 +66,8 @@ describe('removing a plugin with only the syncer running', () => {
   });
   afterAll(async () => {
     await syncer.close();
+    await cluster.close();
+    transport.close();
     worker.disconnect();
     await h.close();
     await kube.close();

@@ -53,7 +53,10 @@ export const sliceSyncerConfigSchema = z
       '10m',
       'How long slices of keys slicekeeper has no record of survive (drivers re-registering after Redis lost its data).',
     ),
-    NODE_UID_TTL: envDurationMs('30s', "How long a Node's UID is cached."),
+    RELIST_INTERVAL: envDurationMs(
+      '1h',
+      'Each replica lists every managed slice and Node again once per interval (±10%) and repairs what its watches missed.',
+    ),
     PROBE_HOST: z
       .string()
       .default('0.0.0.0')

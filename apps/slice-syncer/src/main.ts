@@ -1,8 +1,15 @@
-import { KubeSliceClient } from '@slicekeeper/kube';
+import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
 import { SyncQueue } from '@slicekeeper/queue';
 import { runService } from '@slicekeeper/runtime';
-import { Maintenance, SliceSyncer, SyncProcessor, SyncerMetrics } from '@slicekeeper/syncer';
-import { WriteRateLimiter } from '@slicekeeper/state';
+import {
+  AntiEntropy,
+  ClusterTriggers,
+  Maintenance,
+  Reconciler,
+  SliceSyncer,
+  SyncerMetrics,
+} from '@slicekeeper/syncer';
+import { RegistrationStore, SyncRecords, WriteRateLimiter } from '@slicekeeper/state';
 import { kubeconfigSource, loadConfig } from './config';
 
 void runService({
@@ -10,14 +17,10 @@ void runService({
   loadConfig: () => loadConfig(process.env),
   build: ({ config, logger, registry, redis: connections }) => {
     const metrics = new SyncerMetrics(registry);
-
-    const api = new KubeSliceClient({
-      kubeconfig: kubeconfigSource(config),
-      nodeUidTtlMs: config.NODE_UID_TTL,
-      onRequest: (verb, resource, code) => {
-        metrics.kubeRequests.inc({ verb, resource, code: String(code) });
-      },
-    });
+    const prefix = config.REDIS_PREFIX;
+    const onRequest = (verb: string, resource: string, code: number | 'error') => {
+      metrics.kubeRequests.inc({ verb, resource, code: String(code) });
+    };
 
     const redis = connections.open('slice-syncer');
     // Syncs pipeline their Redis commands, and ioredis copies every script defined on a
@@ -26,16 +29,37 @@ void runService({
     const syncConnection = connections.open('slice-syncer-sync');
     const workerConnection = connections.open('slice-syncer-worker');
     const maintenanceConnection = connections.open('slice-syncer-maintenance');
-    const syncQueue = new SyncQueue({ connection: redis, prefix: config.REDIS_PREFIX });
+    const syncQueue = new SyncQueue({ connection: redis, prefix });
     connections.addErrorSources(redis, syncQueue.queue);
 
-    const processor = new SyncProcessor({
+    // One transport (connection pool, credentials) for the watches and the writes.
+    const transport = new KubeTransport(kubeconfigSource(config));
+    const api = new KubeSliceClient({ transport, onRequest });
+    const triggers = new ClusterTriggers({
+      syncQueue,
+      registrations: new RegistrationStore({ redis, prefix }),
+      logger,
+    });
+    const cluster = new ClusterCache({
+      transport,
+      logger: logger.child({ component: 'cluster-cache' }),
+      onForeignChange: triggers.onForeignChange,
+      onNode: triggers.onNode,
+      onRequest,
+    });
+    const antiEntropy = new AntiEntropy({
+      cache: cluster,
+      intervalMs: config.RELIST_INTERVAL,
+      logger,
+      registry,
+    });
+    const reconciler = new Reconciler({
+      records: new SyncRecords({ redis: syncConnection, prefix }),
+      cluster,
       api,
-      redis: syncConnection,
-      prefix: config.REDIS_PREFIX,
       writeLimiter: new WriteRateLimiter({
         redis: syncConnection,
-        prefix: config.REDIS_PREFIX,
+        prefix,
         ratePerSecond: config.SYNC_WRITE_RATE,
         burst: config.SYNC_WRITE_BURST,
       }),
@@ -44,8 +68,8 @@ void runService({
     });
     const syncer = new SliceSyncer({
       connection: workerConnection,
-      prefix: config.REDIS_PREFIX,
-      processor,
+      prefix,
+      reconciler,
       logger,
       concurrency: config.SYNC_CONCURRENCY,
       lockDurationMs: config.SYNC_LOCK_DURATION,
@@ -55,8 +79,8 @@ void runService({
     const maintenance = new Maintenance({
       connection: maintenanceConnection,
       redis,
-      prefix: config.REDIS_PREFIX,
-      api,
+      prefix,
+      cluster,
       syncQueue,
       logger,
       resyncIntervalMs: config.RESYNC_INTERVAL,
@@ -74,14 +98,32 @@ void runService({
             await redis.ping();
           },
           'kube-apiserver': () => api.ping(),
+          // Syncs plan from the cache: none runs before its first list is in.
+          'cluster-cache': () =>
+            cluster.synced ? Promise.resolve() : Promise.reject(new Error('first list not in yet')),
         },
       },
       start: async ({ probeUrl }) => {
+        await cluster.start();
+        antiEntropy.start();
         syncer.start();
         await maintenance.start();
         logger.info({ probes: probeUrl, concurrency: config.SYNC_CONCURRENCY }, 'started');
       },
-      close: [maintenance, syncer, syncQueue, api],
+      close: [
+        maintenance,
+        syncer,
+        antiEntropy,
+        syncQueue,
+        cluster,
+        api,
+        {
+          close: () => {
+            transport.close();
+            return Promise.resolve();
+          },
+        },
+      ],
     };
   },
 });

@@ -198,6 +198,7 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
  * - `POST /_emulator/latency` with a {@link LatencySpec} → 201
  * - `POST /_emulator/reset[?keepObjects=true]` → counters, log, faults (and objects) cleared
  * - `POST /_emulator/forget-history` → older resourceVersions expire (410) from now on
+ * - `POST /_emulator/cut-watches` → `{ ok, watches }`: every open watch ends, as at its timeout
  */
 export class KubeEmulator {
   private readonly options: KubeEmulatorOptions;
@@ -336,9 +337,24 @@ export class KubeEmulator {
     if (options.keepObjects !== true) this.store.reset();
   }
 
-  /** Discards change history: watches and exact lists from older resourceVersions get 410. */
+  /**
+   * Discards change history, as etcd compaction does: watches and exact lists from older
+   * resourceVersions get 410 Expired (`too old resource version: <rv> (<oldest>)` for a watch),
+   * as kube-apiserver answers for a compacted resourceVersion.
+   */
   forgetHistory(): void {
     this.store.forgetHistory();
+  }
+
+  /**
+   * Ends every open watch stream the way kube-apiserver ends one at its `timeoutSeconds` (or on
+   * a restart): the response completes cleanly, with no ERROR event, and a client resumes from
+   * the last resourceVersion it saw. @returns how many watches were ended
+   */
+  cutWatches(): number {
+    const open = this.store.watcherCount();
+    this.store.terminateWatches();
+    return open;
   }
 
   /** Open watch streams (benchmarks check fan-out with it). */
@@ -627,6 +643,9 @@ export class KubeEmulator {
       if (route === 'POST /_emulator/reset') {
         this.reset({ keepObjects: query.get('keepObjects') === 'true' });
         return reply(200, { ok: true });
+      }
+      if (route === 'POST /_emulator/cut-watches') {
+        return reply(200, { ok: true, watches: this.cutWatches() });
       }
       if (route === 'POST /_emulator/forget-history') {
         this.forgetHistory();

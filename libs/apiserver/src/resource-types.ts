@@ -1,3 +1,4 @@
+import type { DraFeatureGateName } from '@slicekeeper/slices';
 import {
   nodeSchema,
   objAt,
@@ -25,14 +26,31 @@ import {
  * which fields selectors can use, and how `kubectl get` prints it (the server-side Table).
  */
 
-/** DRA alpha feature gates of kube-apiserver 1.34 that change what a ResourceSlice keeps. */
-export type DraFeatureGate =
-  | 'DRADeviceTaints'
-  | 'DRAPartitionableDevices'
-  | 'DRADeviceBindingConditions'
-  | 'DRAConsumableCapacity';
+/** A DRA feature gate of kube-apiserver 1.34 that changes what a ResourceSlice keeps. */
+export type DraFeatureGate = DraFeatureGateName;
 
+/**
+ * Feature gates as kube-apiserver's `--feature-gates` sets them; a gate left out has its 1.34
+ * default ({@link DEFAULT_FEATURE_GATES}).
+ */
 export type FeatureGates = Readonly<Partial<Record<DraFeatureGate, boolean>>>;
+
+/**
+ * kube-apiserver 1.34's defaults: the DRA gates that guard ResourceSlice fields are alpha and
+ * off, except `DRAResourceClaimDeviceStatus` (beta since 1.33), which binding conditions also
+ * need.
+ */
+export const DEFAULT_FEATURE_GATES: Readonly<Record<DraFeatureGate, boolean>> = {
+  DRADeviceTaints: false,
+  DRAPartitionableDevices: false,
+  DRADeviceBindingConditions: false,
+  DRAConsumableCapacity: false,
+  DRAResourceClaimDeviceStatus: true,
+};
+
+function enabled(gates: FeatureGates, gate: DraFeatureGate): boolean {
+  return gates[gate] ?? DEFAULT_FEATURE_GATES[gate];
+}
 
 export interface TableColumn {
   readonly name: string;
@@ -133,70 +151,103 @@ function age(obj: JsonObject, nowMs: number): string {
 // ---------------------------------------------------------------------------------------------
 // ResourceSlice
 
-function inUse(
-  old: JsonObject | undefined,
-  test: (spec: JsonObject, device: JsonObject) => boolean,
-): boolean {
-  const spec = old === undefined ? undefined : objAt(old, 'spec');
-  if (spec === undefined) return false;
-  const devices = listAt(spec, 'devices') ?? [];
-  if (devices.length === 0) return test(spec, {});
-  return devices.some((d) => isJsonObject(d) && test(spec, d));
+/*
+ * The strategy's `dropDisabledFields` (pkg/registry/resource/resourceslice/strategy.go, 1.34):
+ * one function per gate, each clearing its fields from the new object unless the gate is on or
+ * the old object already uses any of them ("in use" as upstream judges it: a non-empty list, a
+ * set pointer). On create there is no old object.
+ */
+
+type Slice = JsonObject | undefined;
+
+function specOf(slice: Slice): JsonObject | undefined {
+  return slice === undefined ? undefined : objAt(slice, 'spec');
 }
 
-/** The strategy's `dropDisabledFields`: alpha fields are dropped unless their gate is on or the old object uses them. */
-function dropDisabledSliceFields(
-  obj: JsonObject,
-  old: JsonObject | undefined,
-  gates: FeatureGates,
-): void {
-  const spec = objAt(obj, 'spec');
-  if (spec === undefined) return;
-  const devices = (listAt(spec, 'devices') ?? []).filter(isJsonObject);
-  const drop = (fields: readonly string[]) => {
-    for (const d of devices) for (const f of fields) Reflect.deleteProperty(d, f);
-  };
-  if (gates.DRADeviceTaints !== true && !inUse(old, (_s, d) => d.taints !== undefined))
-    drop(['taints']);
-  if (
-    gates.DRAPartitionableDevices !== true &&
-    !inUse(
-      old,
-      (s, d) =>
-        s.sharedCounters !== undefined ||
-        s.perDeviceNodeSelection !== undefined ||
-        d.consumesCounters !== undefined ||
-        d.nodeName !== undefined ||
-        d.nodeSelector !== undefined ||
-        d.allNodes !== undefined,
-    )
-  ) {
-    Reflect.deleteProperty(spec, 'sharedCounters');
-    Reflect.deleteProperty(spec, 'perDeviceNodeSelection');
-    drop(['consumesCounters', 'nodeName', 'nodeSelector', 'allNodes']);
+function devicesOf(slice: Slice): JsonObject[] {
+  return (listAt(specOf(slice), 'devices') ?? []).filter(isJsonObject);
+}
+
+/** Go's `x != nil` for a pointer field of the JSON form. */
+function isSet(obj: JsonObject | undefined, field: string): boolean {
+  const value = obj?.[field];
+  return value !== undefined && value !== null;
+}
+
+/** Go's `len(x) > 0` for a list field of the JSON form. */
+function hasItems(obj: JsonObject | undefined, field: string): boolean {
+  return (listAt(obj, field) ?? []).length > 0;
+}
+
+function clearDeviceFields(slice: JsonObject, fields: readonly string[]): void {
+  for (const device of devicesOf(slice)) {
+    for (const field of fields) Reflect.deleteProperty(device, field);
   }
-  if (
-    gates.DRADeviceBindingConditions !== true &&
-    !inUse(
-      old,
-      (_s, d) =>
-        d.bindsToNode !== undefined ||
-        d.bindingConditions !== undefined ||
-        d.bindingFailureConditions !== undefined,
-    )
-  ) {
-    drop(['bindsToNode', 'bindingConditions', 'bindingFailureConditions']);
+}
+
+const TAINT_FIELDS = ['taints'];
+const PARTITIONABLE_DEVICE_FIELDS = ['consumesCounters', 'nodeName', 'nodeSelector', 'allNodes'];
+const BINDING_CONDITION_FIELDS = ['bindingConditions', 'bindingFailureConditions', 'bindsToNode'];
+
+function deviceTaintsInUse(old: Slice): boolean {
+  return devicesOf(old).some((d) => hasItems(d, 'taints'));
+}
+
+function partitionableDevicesInUse(old: Slice): boolean {
+  const spec = specOf(old);
+  if (hasItems(spec, 'sharedCounters') || isSet(spec, 'perDeviceNodeSelection')) return true;
+  return devicesOf(old).some(
+    (d) =>
+      hasItems(d, 'consumesCounters') ||
+      isSet(d, 'nodeName') ||
+      isSet(d, 'nodeSelector') ||
+      isSet(d, 'allNodes'),
+  );
+}
+
+function bindingConditionsInUse(old: Slice): boolean {
+  return devicesOf(old).some(
+    (d) =>
+      hasItems(d, 'bindingConditions') ||
+      hasItems(d, 'bindingFailureConditions') ||
+      isSet(d, 'bindsToNode'),
+  );
+}
+
+function capacitiesOf(device: JsonObject): JsonObject[] {
+  return Object.values(objAt(device, 'capacity') ?? {}).filter(isJsonObject);
+}
+
+function consumableCapacityInUse(old: Slice): boolean {
+  return devicesOf(old).some(
+    (d) =>
+      isSet(d, 'allowMultipleAllocations') ||
+      capacitiesOf(d).some((c) => isSet(c, 'requestPolicy')),
+  );
+}
+
+function dropDisabledSliceFields(obj: JsonObject, old: Slice, gates: FeatureGates): void {
+  if (!enabled(gates, 'DRADeviceTaints') && !deviceTaintsInUse(old)) {
+    clearDeviceFields(obj, TAINT_FIELDS);
   }
-  if (
-    gates.DRAConsumableCapacity !== true &&
-    !inUse(old, (_s, d) => d.allowMultipleAllocations !== undefined)
-  ) {
-    drop(['allowMultipleAllocations']);
-    for (const d of devices) {
-      const capacity = objAt(d, 'capacity');
-      if (capacity === undefined) continue;
-      for (const value of Object.values(capacity)) {
-        if (isJsonObject(value)) Reflect.deleteProperty(value, 'requestPolicy');
+  if (!enabled(gates, 'DRAPartitionableDevices') && !partitionableDevicesInUse(old)) {
+    const spec = specOf(obj);
+    if (spec !== undefined) {
+      Reflect.deleteProperty(spec, 'sharedCounters');
+      Reflect.deleteProperty(spec, 'perDeviceNodeSelection');
+    }
+    clearDeviceFields(obj, PARTITIONABLE_DEVICE_FIELDS);
+  }
+  const bindingConditions =
+    enabled(gates, 'DRADeviceBindingConditions') && enabled(gates, 'DRAResourceClaimDeviceStatus');
+  if (!bindingConditions && !bindingConditionsInUse(old)) {
+    clearDeviceFields(obj, BINDING_CONDITION_FIELDS);
+  }
+  if (!enabled(gates, 'DRAConsumableCapacity') && !consumableCapacityInUse(old)) {
+    clearDeviceFields(obj, ['allowMultipleAllocations']);
+    for (const device of devicesOf(obj)) {
+      for (const capacity of capacitiesOf(device)) {
+        Reflect.deleteProperty(capacity, 'requestPolicy');
       }
     }
   }
@@ -235,11 +286,13 @@ export const resourceSliceType: ResourceType = {
     dropDisabledSliceFields(obj, undefined, gates);
   },
   prepareForUpdate(obj, old, gates) {
-    dropDisabledSliceFields(obj, old, gates);
+    // Upstream compares the specs before it drops fields: resending a dropped field bumps the
+    // generation although the stored spec stays the same.
     const meta = metaOf(obj);
     const oldGeneration =
       typeof metaOf(old).generation === 'number' ? (metaOf(old).generation as number) : 0;
     meta.generation = jsonEqual(obj.spec, old.spec) ? oldGeneration : oldGeneration + 1;
+    dropDisabledSliceFields(obj, old, gates);
   },
   admitCreate() {
     // No admission plugin of a default kube-apiserver mutates ResourceSlices.

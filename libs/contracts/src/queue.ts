@@ -30,6 +30,10 @@ export const syncReasons = [
   'registered',
   'removed',
   'stream-lost',
+  /** A managed slice changed or vanished by someone else's hand, as the syncer's watch saw. */
+  'slice-changed',
+  /** The key's Node appeared, was re-created with a new UID, or was deleted. */
+  'node-changed',
   'resync',
   'janitor',
 ] as const;
@@ -45,7 +49,9 @@ export function bringsNews(reason: SyncReason): boolean {
     reason === 'snapshot' ||
     reason === 'registered' ||
     reason === 'removed' ||
-    reason === 'stream-lost'
+    reason === 'stream-lost' ||
+    reason === 'slice-changed' ||
+    reason === 'node-changed'
   );
 }
 

@@ -84,6 +84,12 @@ export const syncStatusSchema = z
     finishedAt: z.iso.datetime({ offset: true }),
     /** API writes the sync made (creates + updates + deletes). */
     writes: z.number().int().nonnegative(),
+    /**
+     * Fields the API server dropped from what was written (a feature gate is off), each with
+     * the gate that likely guards it, e.g. `spec.devices[*].taints (DRADeviceTaints)`. The key
+     * is still `synced`: what the server stored is what the scheduler sees.
+     */
+    droppedFields: z.array(z.string()).optional(),
   })
   .strict();
 export type SyncStatus = z.infer<typeof syncStatusSchema>;

@@ -2,9 +2,10 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { KubeSliceClient } from '@slicekeeper/kube';
+import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
+import type { NodeChange } from '@slicekeeper/kube';
 import type { ResourceSlice } from '@slicekeeper/slices';
-import { repoRoot } from '@slicekeeper/testing';
+import { repoRoot, waitFor } from '@slicekeeper/testing';
 import { renderKustomization } from './kube-object';
 import type { KubeObject } from './kube-object';
 
@@ -21,6 +22,10 @@ const PUBLIC_PATHS = new Set(['/version', '/version/', '/healthz', '/livez', '/r
 
 const NODE = 'node-a';
 const DRIVER = 'gpu.example.com';
+const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
+const NODES = '/api/v1/nodes';
+/** The identity the slice-syncer has in the cluster (k8s/base/slice-syncer.yaml). */
+const SYNCER_USER = 'system:serviceaccount:slicekeeper:slice-syncer';
 
 function slice(): ResourceSlice {
   return {
@@ -35,6 +40,73 @@ function slice(): ResourceSlice {
       pool: { name: NODE, generation: 1, resourceSliceCount: 1 },
       nodeName: NODE,
       devices: [{ name: 'gpu-0', attributes: { model: { string: 'H100' } } }],
+    },
+  };
+}
+
+/** Talks to the emulator directly: someone else's writes. */
+async function raw(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as unknown;
+}
+
+function createNode(url: string, name: string): Promise<unknown> {
+  return raw(url, 'POST', NODES, { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+}
+
+/** A warning the cluster cache logged: its message and the error it names. */
+interface Warning {
+  msg: string;
+  err: string;
+}
+
+/**
+ * The syncer's connection, write client and cluster cache, wired as its main.ts wires them, with
+ * what a user would see of them: warnings logged, requests counted (the
+ * `slicekeeper_kube_requests_total` metric), changes reported.
+ */
+function syncerKubeAccess(running: RunningKubeEmulator) {
+  const transport = new KubeTransport({ kind: 'yaml', text: running.kubeconfig });
+  const warnings: Warning[] = [];
+  const requests: [string, string, number | 'error'][] = [];
+  const foreignChanges: string[] = [];
+  const nodeChanges: NodeChange[] = [];
+  const onRequest = (verb: string, resource: string, code: number | 'error') => {
+    requests.push([verb, resource, code]);
+  };
+  const api = new KubeSliceClient({ transport, onRequest });
+  const cache = new ClusterCache({
+    transport,
+    logger: {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (...[fields, msg]: unknown[]) => {
+        const { err } = fields as { err?: unknown };
+        warnings.push({ msg: String(msg), err: String(err) });
+      },
+    },
+    onRequest,
+    onForeignChange: (_key, change) => foreignChanges.push(change.name),
+    onNode: (change) => nodeChanges.push(change),
+    backoff: { initialMs: 5, maxMs: 20 },
+  });
+  return {
+    api,
+    cache,
+    warnings,
+    requests,
+    foreignChanges,
+    nodeChanges,
+    close: async () => {
+      await cache.close();
+      await api.close();
+      transport.close();
     },
   };
 }
@@ -65,58 +137,84 @@ async function discoverGroups(url: string): Promise<Map<string, string>> {
 }
 
 /**
- * Every request the syncer's Kubernetes client can make, as `group/resource/verb`: drives each
- * public method of KubeSliceClient (the type below fails to compile when a method is added and
- * not driven here) against the kube emulator and reads the emulator's request log.
+ * Every request the syncer can make to Kubernetes, as `group/resource/verb`: drives each public
+ * member of KubeSliceClient and of ClusterCache (the types below fail to compile when one is
+ * added and not driven here) against the kube emulator and reads the emulator's request log.
  */
 async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
   resources: string[];
   nonResourcePaths: string[];
 }> {
-  const created = await fetch(`${running.url}/api/v1/nodes`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }),
-  });
-  expect(created.status).toBe(201);
+  await createNode(running.url, NODE);
   running.emulator.reset({ keepObjects: true });
 
-  const api = new KubeSliceClient({ kubeconfig: { kind: 'yaml', text: running.kubeconfig } });
-  let stored = await api.createSlice(slice());
-  const drive = {
-    createSlice: async () => {
-      stored = await api.createSlice(slice());
-    },
-    listSlices: async () => {
-      expect(await api.listSlices({ node: NODE, driver: DRIVER })).toHaveLength(2);
-    },
-    listManagedSlices: async () => {
-      for await (const page of api.listManagedSlices()) expect(page.length).toBeGreaterThan(0);
-    },
-    getNodeUid: async () => {
-      // Cold cache: every Node's metadata in one list; with maxAgeMs: a fresh read of one Node.
-      const uid = await api.getNodeUid(NODE);
-      expect(uid).toEqual(expect.any(String));
-      expect(await api.getNodeUid(NODE, { maxAgeMs: 0 })).toBe(uid);
-    },
-    forgetNode: () => {
-      api.forgetNode(NODE);
-      return Promise.resolve();
-    },
-    updateSlice: async () => {
-      stored = await api.updateSlice({
-        ...stored,
-        spec: { ...stored.spec, pool: { ...stored.spec.pool, generation: 2 } },
-      });
-    },
-    deleteSlice: async () => {
-      const { name, uid, resourceVersion } = stored.metadata;
-      await api.deleteSlice({ name, uid, resourceVersion });
-    },
-    ping: () => api.ping(),
-    close: () => api.close(),
-  } satisfies Record<keyof KubeSliceClient, () => Promise<unknown>>;
-  for (const step of Object.values(drive)) await step();
+  const { api, cache, close } = syncerKubeAccess(running);
+  const key = { node: NODE, driver: DRIVER };
+  try {
+    let stored = await api.createSlice(slice());
+    const driveClient = {
+      createSlice: async () => {
+        stored = await api.createSlice(slice());
+      },
+      // Only after a conflict: the cache's view of the key was stale.
+      listSlices: async () => {
+        expect(await api.listSlices(key)).toHaveLength(2);
+      },
+      updateSlice: async () => {
+        stored = await api.updateSlice({
+          ...stored,
+          spec: { ...stored.spec, pool: { ...stored.spec.pool, generation: 2 } },
+        });
+      },
+      deleteSlice: async () => {
+        const { name, uid, resourceVersion } = stored.metadata;
+        await api.deleteSlice({ name, uid, resourceVersion });
+      },
+      ping: () => api.ping(),
+      // The transport is shared with the cache: closing the client leaves it open.
+      close: () => api.close(),
+    } satisfies Record<keyof KubeSliceClient, () => Promise<unknown>>;
+    for (const step of Object.values(driveClient)) await step();
+
+    const [left] = await api.listSlices(key);
+    if (left === undefined) throw new Error('the first slice is gone');
+    const driveCache = {
+      // Lists and then watches the managed slices and the Nodes (metadata only).
+      start: async () => {
+        await cache.start();
+        await waitFor(() => running.emulator.watchCount() === 2, {
+          description: 'the slice and Node watches',
+        });
+      },
+      synced: () => {
+        expect(cache.synced).toBe(true);
+      },
+      slicesOf: () => {
+        expect(cache.slicesOf(key)).toHaveLength(1);
+      },
+      slicesOfPool: () => {
+        expect(cache.slicesOfPool(DRIVER, NODE)).toHaveLength(1);
+      },
+      keys: () => {
+        expect(cache.keys()).toEqual([key]);
+      },
+      nodeUid: () => {
+        expect(cache.nodeUid(NODE)).toEqual(expect.any(String));
+      },
+      recordWrite: () => {
+        cache.recordWrite(left);
+      },
+      recordDelete: () => {
+        cache.recordDelete(left.metadata);
+      },
+      // Anti-entropy: lists both again.
+      relist: () => cache.relist(),
+      close: () => cache.close(),
+    } satisfies Record<keyof ClusterCache, () => unknown>;
+    for (const step of Object.values(driveCache)) await step();
+  } finally {
+    await close();
+  }
 
   const log = running.emulator.requestLog();
   expect(log.every((entry) => entry.code < 400)).toBe(true);
@@ -134,6 +232,135 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
     .map((entry) => entry.resource);
   return { resources: [...new Set(resources)].sort(), nonResourcePaths };
 }
+
+type SyncerKubeAccess = ReturnType<typeof syncerKubeAccess>;
+
+/** kube-apiserver's message when no RBAC rule grants the syncer `verb` on `group/resource`. */
+function forbiddenMessage(group: string, resource: string, verb: string): string {
+  const qualified = group === '' ? resource : `${resource}.${group}`;
+  return `${qualified} is forbidden: User "${SYNCER_USER}" cannot ${verb} resource "${resource}" in API group "${group}" at the cluster scope`;
+}
+
+/** How many times the cache logged `msg`. */
+function warned(access: SyncerKubeAccess, msg: string): number {
+  return access.warnings.filter((warning) => warning.msg === msg).length;
+}
+
+/**
+ * Without list, the first list never comes in: the cache retries with backoff and logs each
+ * failure, start() does not resolve, and `synced` (the syncer's readiness) stays false.
+ */
+async function expectNeverSynced(
+  access: SyncerKubeAccess,
+  kind: string,
+  forbidden: string,
+): Promise<void> {
+  const started = access.cache.start().then(
+    () => 'synced',
+    (error: unknown) => (error as Error).message,
+  );
+  await waitFor(() => warned(access, 'list failed') >= 3, { description: 'retried lists' });
+  expect(access.warnings).toContainEqual({
+    msg: 'list failed',
+    err: `list ${kind}: forbidden: ${forbidden}`,
+  });
+  expect(access.cache.synced).toBe(false);
+  await access.cache.close();
+  expect(await started).toBe(`${kind}: closed`);
+}
+
+/**
+ * Without watch, the first list comes in (the syncer turns ready) but every watch fails: logged
+ * and counted with its 403, retried with backoff, and a change is seen only by the next
+ * anti-entropy relist.
+ */
+async function expectWatchFailing(
+  access: SyncerKubeAccess,
+  kind: string,
+  resource: string,
+  forbidden: string,
+  change: () => Promise<unknown>,
+  reported: () => unknown[],
+): Promise<void> {
+  await access.cache.start();
+  expect(access.cache.synced).toBe(true);
+  await waitFor(() => warned(access, 'watch failed, resuming') >= 1, { description: 'a watch' });
+  expect(access.warnings).toContainEqual({
+    msg: 'watch failed, resuming',
+    err: `watch ${kind}: forbidden: ${forbidden}`,
+  });
+  expect(access.requests).toContainEqual(['watch', resource, 403]);
+
+  await change();
+  const failed = warned(access, 'watch failed, resuming');
+  await waitFor(() => warned(access, 'watch failed, resuming') >= failed + 2, {
+    description: 'two more watches after the change',
+  });
+  expect(reported()).toEqual([]);
+  await access.cache.relist();
+  expect(reported()).toHaveLength(1);
+}
+
+/**
+ * What the syncer does without each verb its role grants, one row per `group/resource/verb`:
+ * the proof that each is needed (a row per verb the code uses is checked below).
+ */
+const withoutGrant: Record<
+  string,
+  (access: SyncerKubeAccess, running: RunningKubeEmulator, forbidden: string) => Promise<void>
+> = {
+  'resource.k8s.io/resourceslices/create': async (access, _running, forbidden) => {
+    await expect(access.api.createSlice(slice())).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `create ResourceSlice "${slice().metadata.generateName ?? ''}": forbidden: ${forbidden}`,
+    });
+  },
+  'resource.k8s.io/resourceslices/delete': async (access, _running, forbidden) => {
+    const { name, uid, resourceVersion } = (await access.api.createSlice(slice())).metadata;
+    await expect(access.api.deleteSlice({ name, uid, resourceVersion })).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `delete ResourceSlice "${name}": forbidden: ${forbidden}`,
+    });
+  },
+  'resource.k8s.io/resourceslices/list': async (access, _running, forbidden) => {
+    await expect(access.api.listSlices({ node: NODE, driver: DRIVER })).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `list ResourceSlices of "${NODE}/${DRIVER}": forbidden: ${forbidden}`,
+    });
+    await expectNeverSynced(access, 'ResourceSlices', forbidden);
+  },
+  'resource.k8s.io/resourceslices/update': async (access, _running, forbidden) => {
+    const created = await access.api.createSlice(slice());
+    await expect(
+      access.api.updateSlice({
+        ...created,
+        spec: { ...created.spec, pool: { ...created.spec.pool, generation: 2 } },
+      }),
+    ).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `update ResourceSlice "${created.metadata.name}": forbidden: ${forbidden}`,
+    });
+  },
+  'resource.k8s.io/resourceslices/watch': (access, running, forbidden) =>
+    expectWatchFailing(
+      access,
+      'ResourceSlices',
+      'resourceslices',
+      forbidden,
+      () => raw(running.url, 'POST', SLICES, slice()),
+      () => access.foreignChanges,
+    ),
+  '/nodes/list': (access, _running, forbidden) => expectNeverSynced(access, 'Nodes', forbidden),
+  '/nodes/watch': (access, running, forbidden) =>
+    expectWatchFailing(
+      access,
+      'Nodes',
+      'nodes',
+      forbidden,
+      () => createNode(running.url, NODE),
+      () => access.nodeChanges,
+    ),
+};
 
 function grants(role: KubeObject): string[] {
   const rules = role['rules'] as PolicyRule[];
@@ -161,8 +388,10 @@ afterAll(async () => {
 });
 
 describe("the slice-syncer's RBAC", () => {
-  it('is derived from what the client really calls: ResourceSlices and Nodes only', () => {
+  it('is derived from what the client and the cache really call: ResourceSlices and Nodes only', () => {
     expect(used.resources.length).toBeGreaterThan(0);
+    // Reads come from lists and watches only: no rule for reading one object by name.
+    expect(used.resources.filter((grant) => grant.endsWith('/get'))).toEqual([]);
     // Its readiness check reads /version, which every user may read without a rule.
     expect(used.nonResourcePaths).toContain('/version');
     expect(used.nonResourcePaths.filter((path) => !PUBLIC_PATHS.has(path))).toEqual([]);
@@ -192,6 +421,10 @@ describe("the slice-syncer's RBAC", () => {
     },
   );
 
+  it('has a least-privilege check below for every verb the syncer uses', () => {
+    expect(Object.keys(withoutGrant).sort()).toEqual(used.resources);
+  });
+
   it('covers all Kubernetes access: only libs/kube uses the Kubernetes client', () => {
     const importers: string[] = [];
     for (const group of ['apps', 'libs']) {
@@ -213,5 +446,36 @@ describe("the slice-syncer's RBAC", () => {
       }
     }
     expect([...new Set(importers)].filter((p) => p !== 'libs/deploy')).toEqual(['libs/kube']);
+  });
+});
+
+describe('the slice-syncer without one of the verbs its role grants', () => {
+  let denied: RunningKubeEmulator;
+  let access: SyncerKubeAccess;
+
+  beforeEach(async () => {
+    denied = await startKubeEmulator({ port: 0 });
+    access = syncerKubeAccess(denied);
+  });
+
+  afterEach(async () => {
+    await access.close();
+    await denied.close();
+  });
+
+  // The emulator models no RBAC rules (only admin and read-only tokens), so the missing rule is
+  // a 403 injected for that verb, worded as kube-apiserver's RBAC authorizer words it.
+  it.each(Object.entries(withoutGrant))('%s', async (grant, check) => {
+    const [group = '', resource = '', verb = ''] = grant.split('/');
+    const forbidden = forbiddenMessage(group, resource, verb);
+    // With a duration, the fault answers every matching request until it expires.
+    denied.emulator.injectFault({
+      verb,
+      resource,
+      status: 403,
+      durationMs: 3_600_000,
+      message: forbidden,
+    });
+    await check(access, denied, forbidden);
   });
 });

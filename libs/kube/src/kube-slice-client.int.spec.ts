@@ -7,8 +7,11 @@ import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import { TerminalError, TransientError } from '@slicekeeper/errors';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
+import { waitFor } from '@slicekeeper/testing';
+import { ClusterCache } from './cluster-cache';
 import { KubeSliceClient } from './kube-slice-client';
 import type { KubeSliceClientOptions } from './kube-slice-client';
+import { KubeTransport } from './kube-transport';
 
 const GPU = 'gpu.example.com';
 const NET = 'net.example.com';
@@ -40,14 +43,12 @@ function slice(node: string, driver = GPU, index = 0): ResourceSlice {
 }
 
 let running: RunningKubeEmulator;
-let clock: number;
 let requests: [string, string, number | 'error'][];
 const clients: KubeSliceClient[] = [];
 
 function client(options: Partial<KubeSliceClientOptions> = {}): KubeSliceClient {
   const created = new KubeSliceClient({
     kubeconfig: { kind: 'yaml', text: running.kubeconfig },
-    now: () => clock,
     onRequest: (verb, resource, code) => requests.push([verb, resource, code]),
     ...options,
   });
@@ -67,17 +68,6 @@ async function raw(method: string, path: string, body?: unknown): Promise<unknow
   return JSON.parse(text) as unknown;
 }
 
-async function createNode(name: string): Promise<string> {
-  const node = (await raw('POST', '/api/v1/nodes', {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name },
-  })) as {
-    metadata: { uid: string };
-  };
-  return node.metadata.uid;
-}
-
 function names(slices: readonly StoredResourceSlice[]): string[] {
   return slices.map((s) => s.metadata.name).sort();
 }
@@ -94,7 +84,6 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 
 beforeEach(async () => {
   running = await startKubeEmulator({ port: 0 });
-  clock = Date.parse('2025-06-01T12:00:00Z');
   requests = [];
 });
 
@@ -125,26 +114,19 @@ describe('KubeSliceClient against the kube emulator', () => {
     ]);
   });
 
-  it('follows continue tokens: per key, and page by page for the janitor', async () => {
+  it("follows continue tokens through a key's list, page by page", async () => {
     const api = client({ listPageSize: 2 });
     const created: StoredResourceSlice[] = [];
     for (let i = 0; i < 5; i++) created.push(await api.createSlice(slice('node-a', GPU, i)));
-    created.push(await api.createSlice(slice('node-b', NET, 0)));
+    await api.createSlice(slice('node-b', NET, 0));
     await raw('POST', '/apis/resource.k8s.io/v1/resourceslices', {
-      ...slice('node-c'),
+      ...slice('node-a'),
       metadata: { name: 'unmanaged' },
     });
 
     running.emulator.reset({ keepObjects: true });
-    expect(await api.listSlices({ node: 'node-a', driver: GPU })).toHaveLength(5);
+    expect(names(await api.listSlices({ node: 'node-a', driver: GPU }))).toEqual(names(created));
     expect(running.emulator.count({ verb: 'list', resource: 'resourceslices' })).toBe(3);
-
-    running.emulator.reset({ keepObjects: true });
-    const pages: string[][] = [];
-    for await (const page of api.listManagedSlices(4)) pages.push(names(page));
-    expect(pages.map((p) => p.length)).toEqual([4, 2]);
-    expect(pages.flat().sort()).toEqual(names(created));
-    expect(running.emulator.count({ verb: 'list', resource: 'resourceslices' })).toBe(2);
   });
 
   it('creates, updates with the resourceVersion as precondition, and refuses a stale update', async () => {
@@ -199,77 +181,6 @@ describe('KubeSliceClient against the kube emulator', () => {
     expect(requests.filter(([verb]) => verb === 'delete').map(([, , code]) => code)).toEqual([
       409, 409, 200, 404,
     ]);
-  });
-
-  it("reads a Node's UID once per TTL, a missing Node's for a shorter time, and forgets on demand", async () => {
-    const api = client({ nodeUidTtlMs: 30_000, nodeMissTtlMs: 2_000 });
-    const uid = await createNode('node-a');
-    // A cold cache lists every Node (once per TTL); a Node the list lacks is read on its own.
-    const nodeGets = () =>
-      running.emulator.count({ verb: 'get', resource: 'nodes' }) +
-      running.emulator.count({ verb: 'list', resource: 'nodes' });
-
-    expect(await api.getNodeUid('node-a')).toBe(uid);
-    clock += 29_000;
-    expect(await api.getNodeUid('node-a')).toBe(uid);
-    expect(nodeGets()).toBe(1);
-    clock += 1_001;
-    expect(await api.getNodeUid('node-a')).toBe(uid);
-    expect(nodeGets()).toBe(2);
-
-    expect(await api.getNodeUid('node-b')).toBeUndefined();
-    clock += 1_999;
-    expect(await api.getNodeUid('node-b')).toBeUndefined();
-    expect(nodeGets()).toBe(3);
-    const uidB = await createNode('node-b');
-    clock += 2;
-    expect(await api.getNodeUid('node-b')).toBe(uidB);
-    expect(nodeGets()).toBe(4);
-
-    // The Node is replaced (same name, new UID): the cache is stale until the syncer forgets it.
-    await raw('DELETE', '/api/v1/nodes/node-a');
-    const newUid = await createNode('node-a');
-    expect(await api.getNodeUid('node-a')).toBe(uid);
-    api.forgetNode('node-a');
-    expect(await api.getNodeUid('node-a')).toBe(newUid);
-
-    running.emulator.reset({ keepObjects: true });
-    api.forgetNode('node-a');
-    const concurrent = await Promise.all([
-      api.getNodeUid('node-a'),
-      api.getNodeUid('node-a'),
-      api.getNodeUid('node-a'),
-    ]);
-    expect(concurrent).toEqual([newUid, newUid, newUid]);
-    expect(nodeGets()).toBe(1);
-  });
-
-  it('fills a cold Node cache with one list instead of a read per Node', async () => {
-    const api = client();
-    const uids = await Promise.all(['node-a', 'node-b', 'node-c'].map((n) => createNode(n)));
-    for (const [i, node] of ['node-a', 'node-b', 'node-c'].entries()) {
-      expect(await api.getNodeUid(node)).toBe(uids[i]);
-    }
-    expect(running.emulator.count({ verb: 'list', resource: 'nodes' })).toBe(1);
-    expect(running.emulator.count({ verb: 'get', resource: 'nodes' })).toBe(0);
-  });
-
-  it('confirms many Nodes before creates with one list per interval, and sees a deleted one', async () => {
-    const api = client();
-    const names = Array.from({ length: 70 }, (_, i) => `node-${i}`);
-    await Promise.all(names.map((n) => createNode(n)));
-    for (const node of names) expect(await api.getNodeUid(node)).toBeDefined();
-    await raw('DELETE', '/api/v1/nodes/node-5');
-    clock += 1001;
-
-    // Confirming every Node (maxAgeMs 0): one list of every Node answers them all …
-    for (const node of names.filter((n) => n !== 'node-5')) {
-      expect(await api.getNodeUid(node, { maxAgeMs: 0 })).toBeDefined();
-    }
-    // … and a Node it no longer lists is read on its own, which finds it gone.
-    expect(await api.getNodeUid('node-5', { maxAgeMs: 0 })).toBeUndefined();
-    expect(running.emulator.count({ verb: 'list', resource: 'nodes' })).toBe(2);
-    expect(running.emulator.count({ verb: 'get', resource: 'nodes' })).toBe(1);
   });
 
   it('round-trips the JSON shape value for value: timestamps, quantities, typed attributes', async () => {
@@ -366,17 +277,19 @@ describe('KubeSliceClient against the kube emulator', () => {
       /^list ResourceSlices of "node-a\/gpu\.example\.com": server-error: /,
     );
 
+    const stored = await api.createSlice(slice('node-a'));
     running.emulator.injectFault({
-      verb: 'get',
-      resource: 'nodes',
+      verb: 'delete',
+      resource: 'resourceslices',
       status: 503,
       retryAfterSeconds: 1,
     });
-    // maxAgeMs asks for this Node itself (no bulk list of every Node first).
-    expect(await rejection(api.getNodeUid('node-a', { maxAgeMs: 0 }))).toMatchObject({
-      code: 'server-error',
-      retryAfterMs: 1000,
-    });
+    const unavailable = await rejection(api.deleteSlice(stored.metadata));
+    expect(unavailable).toBeInstanceOf(TransientError);
+    expect(unavailable).toMatchObject({ code: 'server-error', retryAfterMs: 1000 });
+    expect(unavailable.message).toMatch(
+      new RegExp(`^delete ResourceSlice "${stored.metadata.name}": server-error: `),
+    );
 
     const invalid = slice('node-a');
     invalid.spec.devices = [{ name: 'GPU_0' }];
@@ -388,7 +301,8 @@ describe('KubeSliceClient against the kube emulator', () => {
     expect(requests).toEqual([
       ['create', 'resourceslices', 429],
       ['list', 'resourceslices', 500],
-      ['get', 'nodes', 503],
+      ['create', 'resourceslices', 201],
+      ['delete', 'resourceslices', 503],
       ['create', 'resourceslices', 422],
     ]);
   });
@@ -431,6 +345,47 @@ describe('KubeSliceClient against the kube emulator', () => {
       }
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves a transport it was given open: the ClusterCache and other clients on it go on', async () => {
+    const transport = new KubeTransport({ kind: 'yaml', text: running.kubeconfig });
+    const watches: number[] = [];
+    const foreign: string[] = [];
+    const warnings: string[] = [];
+    const cache = new ClusterCache({
+      transport,
+      logger: {
+        debug: () => undefined,
+        info: () => undefined,
+        warn: (...args: unknown[]) => warnings.push(String(args[1])),
+      },
+      onRequest: (verb, _resource, code) => {
+        if (verb === 'watch') watches.push(code === 'error' ? 0 : code);
+      },
+      onForeignChange: (_key, change) => foreign.push(change.name),
+    });
+    try {
+      const first = new KubeSliceClient({ transport });
+      const created = await first.createSlice(slice('node-a'));
+      await cache.start();
+      await waitFor(() => watches.length === 2, { description: 'both watches to open' });
+
+      await first.close();
+      // Were the pool closed, the open watches would break and be opened again.
+      const second = new KubeSliceClient({ transport });
+      await expect(second.ping()).resolves.toBeUndefined();
+      await second.close();
+      await raw('DELETE', `/apis/resource.k8s.io/v1/resourceslices/${created.metadata.name}`);
+      await waitFor(() => foreign.includes(created.metadata.name), {
+        description: 'the watch to report the foreign delete',
+      });
+      expect(watches).toEqual([200, 200]);
+      expect(warnings).toEqual([]);
+      expect(running.emulator.watchCount()).toBe(2);
+    } finally {
+      await cache.close();
+      transport.close();
     }
   });
 

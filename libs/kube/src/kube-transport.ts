@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIPv6 } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
 import { ApiException, KubeConfig, bufferFromFileOrString } from '@kubernetes/client-node';
 import { TerminalError, errorMessage } from '@slicekeeper/errors';
 
@@ -89,6 +90,40 @@ export interface KubeRequest {
 export interface KubeResponse {
   status: number;
   body: string;
+}
+
+/** A 2xx answer read as it arrives. */
+export interface KubeStream {
+  status: number;
+  /** The body's non-empty lines, without line ends (a watch sends one JSON event per line). */
+  lines: AsyncIterable<string>;
+}
+
+/** What an aborted request fails with (classified as 'timeout' when nobody else explains it). */
+function abortError(): Error {
+  return Object.assign(new Error('the request was aborted'), { name: 'AbortError' });
+}
+
+function ignoreError(): void {
+  // The error is thrown to whoever iterates the stream.
+}
+
+/** The lines of a body, as they arrive. */
+async function* linesOf(body: AsyncIterable<unknown>): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  for await (const chunk of body) {
+    rest += decoder.write(chunk as Buffer);
+    let start = 0;
+    for (let end = rest.indexOf('\n'); end >= 0; end = rest.indexOf('\n', start)) {
+      const line = rest.slice(start, end).trim();
+      start = end + 1;
+      if (line !== '') yield line;
+    }
+    rest = rest.slice(start);
+  }
+  const last = (rest + decoder.end()).trim();
+  if (last !== '') yield last;
 }
 
 /** The connection closed before the whole response body arrived; classified as 'connection'. */
@@ -200,6 +235,49 @@ export class KubeTransport {
    * same way; a network failure rejects with Node's error (its `code`, e.g. ECONNREFUSED).
    */
   async request(request: KubeRequest): Promise<KubeResponse> {
+    const response = await this.send(request);
+    return new Promise<KubeResponse>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('close', () => {
+        // After 'end' this settles nothing; before it, the connection broke mid-body.
+        if (!response.complete) reject(new ResponseCutError());
+      });
+      response.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const status = response.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          resolve({ status, body });
+          return;
+        }
+        reject(new ApiException(status, `HTTP ${status}`, body, flatHeaders(response.headers)));
+      });
+    });
+  }
+
+  /**
+   * Sends one request whose answer is read as it arrives (a watch): resolves once a 2xx status
+   * is in, with the body's lines; rejects like {@link request} otherwise. Iterating the lines
+   * ends when the server ends the response and throws when the connection breaks or the
+   * request's signal aborts it.
+   */
+  async stream(request: KubeRequest): Promise<KubeStream> {
+    const response = await this.send(request);
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status >= 300) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks).toString('utf8');
+      throw new ApiException(status, `HTTP ${status}`, body, flatHeaders(response.headers));
+    }
+    // Until the caller iterates, an error has no listener; iterating surfaces it.
+    response.on('error', ignoreError);
+    return { status, lines: linesOf(response) };
+  }
+
+  /** Sends `request`; resolves with the response as soon as its status and headers are in. */
+  private async send(request: KubeRequest): Promise<http.IncomingMessage> {
     const headers: Record<string, string | number> = {
       Accept: request.accept ?? 'application/json',
       ...this.staticHeaders,
@@ -212,29 +290,31 @@ export class KubeTransport {
     }
     const url = new URL(`${this.server}${request.path}`);
     const send = url.protocol === 'https:' ? https.request : http.request;
-    return new Promise<KubeResponse>((resolve, reject) => {
+    const { signal } = request;
+    return new Promise<http.IncomingMessage>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(abortError());
+        return;
+      }
+      let response: http.IncomingMessage | undefined;
       const outgoing = send(
         url,
-        { method: request.method, agent: this.agent, headers, signal: request.signal },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
-          response.on('close', () => {
-            // After 'end' this settles nothing; before it, the connection broke mid-body.
-            if (!response.complete) reject(new ResponseCutError());
-          });
-          response.on('end', () => {
-            const body = Buffer.concat(chunks).toString('utf8');
-            const status = response.statusCode ?? 0;
-            if (status >= 200 && status < 300) {
-              resolve({ status, body });
-              return;
-            }
-            reject(new ApiException(status, `HTTP ${status}`, body, flatHeaders(response.headers)));
-          });
+        { method: request.method, agent: this.agent, headers },
+        (answer) => {
+          response = answer;
+          resolve(answer);
         },
       );
+      // Not Node's `signal` option: an abort after the response is complete (not yet read to
+      // its end) would destroy the socket with an error nobody listens to, or after the agent
+      // pooled it. A complete response has nothing left to stop.
+      const abort = () => {
+        if (response?.complete !== true) outgoing.destroy(abortError());
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      outgoing.on('close', () => {
+        signal.removeEventListener('abort', abort);
+      });
       outgoing.on('error', reject);
       outgoing.end(payload);
     });
@@ -256,4 +336,17 @@ export class KubeTransport {
   close(): void {
     this.agent.destroy();
   }
+}
+
+/** `path` with the query parameters that are set. */
+export function withQuery(
+  path: string,
+  query: Record<string, string | number | undefined>,
+): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(name, String(value));
+  }
+  const text = params.toString();
+  return text === '' ? path : `${path}?${text}`;
 }

@@ -51,11 +51,10 @@ describe('API server answers', () => {
     expect(() => toStoredResourceSlice('a')).toThrow(/without metadata/);
   });
 
-  it('read a list page: items and the continue token, empty meaning the last page', () => {
-    expect(toListPage({ items: [1], metadata: { continue: 'next' } }, 'List')).toEqual({
-      items: [1],
-      continueToken: 'next',
-    });
+  it('read a list page: items, the continue token (empty: the last page) and the version', () => {
+    expect(
+      toListPage({ items: [1], metadata: { continue: 'next', resourceVersion: '42' } }, 'List'),
+    ).toStrictEqual({ items: [1], continueToken: 'next', resourceVersion: '42' });
     expect(toListPage({ items: [], metadata: { continue: '' } }, 'List').continueToken).toBe(
       undefined,
     );

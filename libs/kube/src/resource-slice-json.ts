@@ -52,6 +52,8 @@ export function toStoredResourceSlice(json: unknown): StoredResourceSlice {
 export interface ListPage {
   items: unknown[];
   continueToken: string | undefined;
+  /** The list's `metadata.resourceVersion`: the state it shows (the same on every page). */
+  resourceVersion: string | undefined;
 }
 
 /** A list response (`items`, `metadata.continue`). */
@@ -59,13 +61,32 @@ export function toListPage(json: unknown, kind: string): ListPage {
   if (!isRecord(json) || !Array.isArray(json.items)) {
     throw new MalformedResponseError(`the API server returned a ${kind} without items`);
   }
-  const token = isRecord(json.metadata) ? json.metadata.continue : undefined;
+  const metadata = isRecord(json.metadata) ? json.metadata : {};
+  const { continue: token, resourceVersion } = metadata;
   if (token !== undefined && typeof token !== 'string') {
     throw new MalformedResponseError(
       `the API server returned a ${kind} with a non-string continue`,
     );
   }
-  return { items: json.items as unknown[], continueToken: token === '' ? undefined : token };
+  return {
+    items: json.items as unknown[],
+    continueToken: token === '' ? undefined : token,
+    resourceVersion:
+      typeof resourceVersion === 'string' && resourceVersion !== '' ? resourceVersion : undefined,
+  };
+}
+
+/**
+ * metadata.name, uid and resourceVersion of an object (a Node's partial metadata), when all are
+ * set.
+ */
+export function nodeMetadataOf(
+  json: unknown,
+): { name: string; uid: string; resourceVersion: string } | undefined {
+  const node = nameAndUidOf(json);
+  if (node === undefined || !isRecord(json) || !isRecord(json.metadata)) return undefined;
+  const { resourceVersion } = json.metadata;
+  return typeof resourceVersion === 'string' ? { ...node, resourceVersion } : undefined;
 }
 
 /** metadata.name and metadata.uid of an object (a Node's partial metadata), when both are set. */

@@ -67,3 +67,12 @@ export type {
   ResourceSliceSpec,
   StoredResourceSlice,
 } from './resource-slice';
+export { withoutFields } from './without-fields';
+export type { FieldRef } from './without-fields';
+export {
+  DRA_FEATURE_GATES,
+  droppedFields,
+  GATED_SLICE_FIELDS,
+  summarizeDroppedFields,
+} from './dropped-fields';
+export type { DraFeatureGateName, DroppedField } from './dropped-fields';

@@ -24,7 +24,7 @@ export type { WatcherLeasesOptions } from './watcher-leases';
 export { KeyIndex } from './key-index';
 export type { KeyIndexOptions, KeyStanding } from './key-index';
 export { SyncRecords, SyncTurn } from './sync-records';
-export type { SyncRecordsOptions, SyncTurnOptions } from './sync-records';
+export type { SyncRecordsOptions } from './sync-records';
 export { WriteRateLimiter } from './write-rate-limiter';
 export type { WriteRateLimiterOptions } from './write-rate-limiter';
 export { apiRateLimitNamespace } from './redis-keys';

@@ -4,18 +4,17 @@ import type { PipelineReply } from '@slicekeeper/queue';
 
 // Takes the guard when it is free or already held by the same job: a job that BullMQ handed to
 // another replica (its first replica died or lost its lock) must be able to continue. KEYS: the
-// guard, the key's sync epoch. Returns the sync's epoch (the count of syncs that took the guard,
-// this one included), or 0 when another job holds the guard.
+// guard. Returns 1 when taken, 0 when another job holds the guard.
 const ACQUIRE = new LuaScript(
   `
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return redis.call('INCR', KEYS[2])
+  return 1
 end
 return 0
 `,
-  2,
+  1,
 );
 
 // Compare-and-delete: only the holder releases the guard.
@@ -45,24 +44,22 @@ export class KeyGuard {
   ) {}
 
   /**
-   * Takes the guard whose key is `guardKey` for `holder` (a job id), counts the sync in
-   * `epochKey`, and sends the commands `reads` adds right after it, in the same round trip.
-   * @returns the held guard, the sync's epoch (1 for the key's first sync) and the replies to
-   * `reads`, or `undefined` when another holder has the guard (the replies are then ignored)
+   * Takes the guard whose key is `guardKey` for `holder` (a job id) and sends the commands
+   * `reads` adds right after it, in the same round trip.
+   * @returns the held guard and the replies to `reads`, or `undefined` when another holder has
+   * the guard (the replies are then ignored)
    */
   async acquireWith(
     guardKey: string,
-    epochKey: string,
     holder: string,
     reads: (pipeline: ChainableCommander) => void,
-  ): Promise<{ guard: HeldGuard; epoch: number; replies: PipelineReply[] } | undefined> {
+  ): Promise<{ guard: HeldGuard; replies: PipelineReply[] } | undefined> {
     const [taken, ...replies] = await execPipeline(this.redis, (pipeline) => {
-      ACQUIRE.queue(pipeline, [guardKey, epochKey], [holder, this.ttlMs]);
+      ACQUIRE.queue(pipeline, [guardKey], [holder, this.ttlMs]);
       reads(pipeline);
     });
-    const epoch = taken === undefined ? 0 : Number(replyOf(taken));
-    if (epoch < 1) return undefined;
-    return { guard: new HeldGuard(this.redis, guardKey, holder), epoch, replies };
+    if (taken === undefined || Number(replyOf(taken)) !== 1) return undefined;
+    return { guard: new HeldGuard(this.redis, guardKey, holder), replies };
   }
 }
 

@@ -14,8 +14,6 @@ describe('Redis key layout', () => {
       keys.syncGuard(key),
       keys.watcherLease(key),
       keys.removal(key),
-      keys.syncEpoch(key),
-      keys.syncedSlices(key),
     ];
     for (const record of records) expect(hashTag(record)).toBe('node-a/gpu.example.com');
     expect(new Set(records).size).toBe(records.length);

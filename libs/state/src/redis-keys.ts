@@ -22,14 +22,6 @@ export interface RedisKeys {
   streamState(key: SliceKey): string;
   /** String: held while a sync of the key runs (token, with an expiry); proves no overlap. */
   syncGuard(key: SliceKey): string;
-  /** String: how many syncs of the key have taken its guard (INCR): a sync's epoch. */
-  syncEpoch(key: SliceKey): string;
-  /**
-   * Hash: what the key's last successful sync left: `slices` (JSON, as the API server returned
-   * them), `versions` (their names and resourceVersions) and that sync's `epoch`. The next sync
-   * plans from them instead of listing, if its epoch is the next one.
-   */
-  syncedSlices(key: SliceKey): string;
   /** Hash: endpoint → registration (JSON), for every endpoint registered for the key. */
   registrations(key: SliceKey): string;
   /**
@@ -75,8 +67,6 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     syncStatus: (key) => tagged(key, 'status'),
     streamState: (key) => tagged(key, 'stream'),
     syncGuard: (key) => tagged(key, 'sync-guard'),
-    syncEpoch: (key) => tagged(key, 'sync-epoch'),
-    syncedSlices: (key) => tagged(key, 'synced-slices'),
     registrations: (key) => tagged(key, 'registrations'),
     removal: (key) => tagged(key, 'removal'),
     watcherLease: (key) => tagged(key, 'watcher-lease'),

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   inventorySnapshotSchema,
   keyId,
@@ -8,14 +8,11 @@ import {
 import type { InventorySnapshot, Removal, SliceKey, SyncStatus } from '@slicekeeper/contracts';
 import { LuaScript, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
-import type { StoredResourceSlice } from '@slicekeeper/slices';
 import { decodeOrUndefined, decodeRecord } from './codec';
 import { KeyGuard } from './key-guard';
 import type { HeldGuard } from './key-guard';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
-import { queueSyncedRead, queueSyncedWrite, slicesForEpoch, toSyncedRecord } from './synced-slices';
-import type { SyncedRecord } from './synced-slices';
 
 export interface SyncRecordsOptions {
   redis: Redis;
@@ -25,21 +22,13 @@ export interface SyncRecordsOptions {
   guardTtlMs?: number;
 }
 
-export interface SyncTurnOptions {
-  /** Who takes the key's guard: the BullMQ job id. */
-  holder: string;
-  /** Also read the slices the key's last sync recorded (a sync that brings news plans from them). */
-  withSlices: boolean;
-  /** More commands for the same round trip (a write token); their replies are `SyncTurn.extra`. */
-  also?: (pipeline: ChainableCommander) => void;
-}
-
 /**
  * What the slice-syncer keeps per key: it reads the key's snapshot, registrations, removal and
- * status, and records the outcome of each sync (status, the slices it left, the known-keys and
- * orphan indexes). One sync is one {@link SyncTurn}: two round trips, one that takes the key's
- * guard with the reads and one that records the outcome with the guard's release. Both are
- * pipelines, not transactions: the indexes live in other hash slots than the key's records.
+ * status, and records the outcome of each sync (status, the known-keys and orphan indexes). One
+ * sync is one {@link SyncTurn}: two round trips, one that takes the key's guard with the reads
+ * and one that records the outcome with the guard's release. Both are pipelines, not
+ * transactions: the indexes live in other hash slots than the key's records. What is published
+ * is not kept here: the syncer's informer cache of the cluster is the one view of it.
  */
 export class SyncRecords {
   private readonly keys: RedisKeys;
@@ -50,30 +39,22 @@ export class SyncRecords {
     this.guard = new KeyGuard(options.redis, options.guardTtlMs ?? 60_000);
   }
 
-  /** Takes the key's guard and reads the key; undefined when another sync holds the guard. */
-  async begin(key: SliceKey, options: SyncTurnOptions): Promise<SyncTurn | undefined> {
-    const taken = await this.guard.acquireWith(
-      this.keys.syncGuard(key),
-      this.keys.syncEpoch(key),
-      options.holder,
-      (pipeline) => {
-        pipeline
-          .get(this.keys.snapshot(key))
-          .hlen(this.keys.registrations(key))
-          .get(this.keys.syncStatus(key))
-          .get(this.keys.removal(key));
-        queueSyncedRead(pipeline, this.keys.syncedSlices(key), options.withSlices);
-        options.also?.(pipeline);
-      },
-    );
+  /**
+   * Takes the key's guard for `holder` (the BullMQ job id) and reads the key; undefined when
+   * another sync holds the guard.
+   */
+  async begin(key: SliceKey, holder: string): Promise<SyncTurn | undefined> {
+    const taken = await this.guard.acquireWith(this.keys.syncGuard(key), holder, (pipeline) => {
+      pipeline
+        .get(this.keys.snapshot(key))
+        .hlen(this.keys.registrations(key))
+        .get(this.keys.syncStatus(key))
+        .get(this.keys.removal(key));
+    });
     if (taken === undefined) return undefined;
-    const { guard, epoch, replies } = taken;
-    return new SyncTurn(this.keys, key, guard, epoch, replies);
+    return new SyncTurn(this.keys, key, taken.guard, taken.replies);
   }
 }
-
-/** How many replies {@link SyncRecords.begin} asks for before the caller's own. */
-const READS = 5;
 
 /* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
 const FORGET_SNAPSHOT = new LuaScript(
@@ -88,21 +69,12 @@ return 0`,
  * (outcome `corrupt`) and a status is only parsed when a failed sync needs it.
  */
 export class SyncTurn {
-  /** The replies to `SyncTurnOptions.also`. */
-  readonly extra: readonly PipelineReply[];
-  private readonly reads: readonly PipelineReply[];
-
   constructor(
     private readonly keys: RedisKeys,
     private readonly key: SliceKey,
     private readonly guard: HeldGuard,
-    /** How many syncs of the key have taken its guard, this one included. */
-    readonly epoch: number,
-    replies: readonly PipelineReply[],
-  ) {
-    this.reads = replies.slice(0, READS);
-    this.extra = replies.slice(READS);
-  }
+    private readonly reads: readonly PipelineReply[],
+  ) {}
 
   /** Whether the key has a registration: a key without one is never published. */
   registered(): boolean {
@@ -135,31 +107,16 @@ export class SyncTurn {
   }
 
   /**
-   * The slices the key's previous sync recorded, when that sync was the last to take the guard
-   * (see `synced-slices.ts`); undefined otherwise: the caller lists.
+   * Records the outcome and releases the guard, in one round trip: the key's status and the
+   * indexes the outcome changes. A withdrawal with `forgetSnapshot` also deletes the snapshot,
+   * unless the key registered again meanwhile: a registration then publishes from a fresh
+   * stream, never from the one that was removed.
    */
-  recordedSlices(): StoredResourceSlice[] | undefined {
-    return slicesForEpoch(this.synced(), this.epoch);
-  }
-
-  /**
-   * Records the outcome and releases the guard, in one round trip: the key's status, the
-   * indexes the outcome changes and, after a success, the slices the sync left. A withdrawal
-   * with `forgetSnapshot` also deletes the snapshot, unless the key registered again meanwhile:
-   * a registration then publishes from a fresh stream, never from the one that was removed.
-   */
-  async finish(
-    status: SyncStatus,
-    options: { slices?: readonly StoredResourceSlice[]; forgetSnapshot?: boolean } = {},
-  ): Promise<void> {
+  async finish(status: SyncStatus, options: { forgetSnapshot?: boolean } = {}): Promise<void> {
     const id = this.id;
     const finishedAt = Date.parse(status.finishedAt);
     await this.guard.releaseWith((pipeline) => {
       pipeline.set(this.keys.syncStatus(this.key), JSON.stringify(status));
-      if (options.slices !== undefined) {
-        const record = this.keys.syncedSlices(this.key);
-        queueSyncedWrite(pipeline, record, this.epoch, options.slices, this.synced());
-      }
       if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt, id);
       if (status.outcome === 'withdrawn') {
         pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
@@ -190,10 +147,6 @@ export class SyncTurn {
     const value = this.read(which);
     return typeof value === 'string' ? value : null;
   }
-
-  private synced(): SyncedRecord {
-    return toSyncedRecord(this.read(Read.Synced));
-  }
 }
 
 /** The reads {@link SyncRecords.begin} sends, in order. */
@@ -202,5 +155,4 @@ enum Read {
   Registrations,
   Status,
   Removal,
-  Synced,
 }

@@ -7,9 +7,13 @@ export {
 export type { BackoffPolicy } from './backoff';
 export { Maintenance } from './maintenance';
 export type { MaintenanceOptions } from './maintenance';
-export type { SliceApi } from './slice-api';
+export type { ClusterView, SliceApi, SliceTarget } from './slice-api';
 export { SliceSyncer } from './slice-syncer';
 export type { SliceSyncerOptions } from './slice-syncer';
-export { SyncProcessor } from './sync-processor';
-export type { SyncContext, SyncProcessorOptions } from './sync-processor';
+export { Reconciler } from './reconciler';
+export type { Reconciled, ReconcilerOptions, SyncContext } from './reconciler';
 export { SyncerMetrics } from './syncer-metrics';
+export { ClusterTriggers } from './cluster-triggers';
+export type { ClusterTriggersOptions, WatchedChange } from './cluster-triggers';
+export { AntiEntropy } from './anti-entropy';
+export type { AntiEntropyOptions } from './anti-entropy';

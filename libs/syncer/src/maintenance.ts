@@ -9,7 +9,6 @@ import type { MaintenanceJob, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { SyncQueue } from '@slicekeeper/queue';
 import { KeyIndex } from '@slicekeeper/state';
-import type { SliceApi } from './slice-api';
 
 export interface MaintenanceOptions {
   /** A dedicated connection for the maintenance worker. */
@@ -17,7 +16,8 @@ export interface MaintenanceOptions {
   /** For reading registrations, removals, stream states and orphans. */
   redis: Redis;
   prefix?: string;
-  api: SliceApi;
+  /** Every managed slice, by key: the watch-fed cache the syncs plan from. */
+  cluster: { keys(): SliceKey[]; slicesOf(key: SliceKey): readonly unknown[] };
   syncQueue: SyncQueue;
   logger: Logger;
   /** Every known key is synced once per interval, spread over it, ms. @defaultValue 600000 */
@@ -160,15 +160,12 @@ export class Maintenance {
    * of the managed keys per run.
    */
   async janitor(): Promise<{ removed: number; orphans: number }> {
-    const { api, syncQueue } = this.options;
+    const { cluster, syncQueue } = this.options;
     const keys = new Map<string, SliceKey>();
     let slices = 0;
-    for await (const page of api.listManagedSlices(500)) {
-      for (const slice of page) {
-        slices++;
-        const key = { node: slice.spec.nodeName ?? '', driver: slice.spec.driver };
-        keys.set(keyId(key), key);
-      }
+    for (const key of cluster.keys()) {
+      slices += cluster.slicesOf(key).length;
+      keys.set(keyId(key), key);
     }
     this.publishedSlices?.set(slices);
     const now = this.now();

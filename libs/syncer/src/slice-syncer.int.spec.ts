@@ -4,14 +4,15 @@ import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, Pool, SliceKey, SyncStatus } from '@slicekeeper/contracts';
-import { KubeSliceClient } from '@slicekeeper/kube';
+import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/state';
+import { RegistrationStore, SyncRecords } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 import { Maintenance } from './maintenance';
 import { SliceSyncer } from './slice-syncer';
-import { SyncProcessor } from './sync-processor';
+import { ClusterTriggers } from './cluster-triggers';
+import { Reconciler } from './reconciler';
 import { SyncerMetrics } from './syncer-metrics';
 
 const logger = createLogger({ service: 'slice-syncer-test', level: 'silent' });
@@ -52,6 +53,8 @@ class Harness {
   readonly metrics: SyncerMetrics;
   readonly syncer: SliceSyncer;
   readonly api: KubeSliceClient;
+  readonly cluster: ClusterCache;
+  private readonly transport: KubeTransport;
   private readonly workerConnection: Redis;
   generation = 0;
 
@@ -64,23 +67,39 @@ class Harness {
     this.registrations = new RegistrationStore({ redis: this.redis, prefix: this.prefix });
     this.queue = new SyncQueue({ connection: this.redis, prefix: this.prefix });
     this.metrics = new SyncerMetrics(createMetricsRegistry('test'));
-    const api = new KubeSliceClient({ kubeconfig: { kind: 'yaml', text: kube.kubeconfig } });
+    this.transport = new KubeTransport({ kind: 'yaml', text: kube.kubeconfig });
+    const api = new KubeSliceClient({ transport: this.transport });
     this.api = api;
-    const processor = new SyncProcessor({
+    const triggers = new ClusterTriggers({
+      syncQueue: this.queue,
+      registrations: this.registrations,
+      logger,
+    });
+    this.cluster = new ClusterCache({
+      transport: this.transport,
+      logger,
+      onForeignChange: triggers.onForeignChange,
+      onNode: triggers.onNode,
+    });
+    const reconciler = new Reconciler({
+      records: new SyncRecords({ redis: this.redis, prefix: this.prefix }),
+      cluster: this.cluster,
       api,
-      redis: this.redis,
-      prefix: this.prefix,
       logger,
       metrics: this.metrics,
-      nodeConfirmAgeMs: 0,
     });
     this.syncer = new SliceSyncer({
       connection: this.workerConnection,
       prefix: this.prefix,
-      processor,
+      reconciler,
       logger,
       backoff: { baseMs: 5, capMs: 50, nodeMissingMs: 60_000 },
     });
+  }
+
+  /** The cache's first list, then the worker: as the service starts. */
+  async start(): Promise<void> {
+    await this.cluster.start();
     this.syncer.start();
   }
 
@@ -134,7 +153,9 @@ class Harness {
   async close(): Promise<void> {
     await this.syncer.close();
     await this.queue.close();
+    await this.cluster.close();
     await this.api.close();
+    this.transport.close();
     this.redis.disconnect();
     this.workerConnection.disconnect();
   }
@@ -185,6 +206,7 @@ describe('slice-syncer', () => {
     kube = await startKubeEmulator({ port: 0 });
     nodeUid = await createNode(kube, 'node-a');
     harness = new Harness(redisServer.url, kube);
+    await harness.start();
   });
   afterEach(async () => {
     await harness.close();
@@ -237,11 +259,11 @@ describe('slice-syncer', () => {
 
     const unchanged = writes(kube);
     const reads = kube.emulator.count({ verb: 'list' }) + kube.emulator.count({ verb: 'get' });
-    harness.api.forgetNode('node-a');
     await harness.settled(gpuA, await harness.publish(gpuA, { pools: [changed] }));
+    await harness.queue.enqueue(gpuA, 'resync');
+    await harness.settled(gpuA, harness.generation);
     expect(writes(kube)).toBe(unchanged);
-    // No read: the syncer plans from the slices its last sync of the key left, and they name
-    // their Node, so even an empty Node cache asks nothing.
+    // No read, for a change or a resync: the syncer plans from its watch-fed cache.
     expect(
       kube.emulator.count({ verb: 'list' }) + kube.emulator.count({ verb: 'get' }) - reads,
     ).toBe(0);
@@ -331,23 +353,34 @@ describe('slice-syncer', () => {
     kube.emulator.injectFault({
       verb: 'create',
       resource: 'resourceslices',
-      status: 409,
+      status: 500,
       times: 3,
     });
-    kube.emulator.injectFault({ verb: 'list', resource: 'resourceslices', status: 500, times: 3 });
     kube.emulator.injectFault({
-      verb: 'list',
+      verb: 'create',
       resource: 'resourceslices',
       status: 429,
       times: 1,
       retryAfterSeconds: 1,
     });
-    kube.emulator.addLatency({ verb: 'list', resource: 'resourceslices', ms: 200, times: 2 });
+    kube.emulator.addLatency({ verb: 'create', resource: 'resourceslices', ms: 200, times: 2 });
     const generation = await harness.publish(gpuA, { pools: [gpus(3)] });
     const status = await harness.settled(gpuA, generation);
     expect(status.attempt).toBeGreaterThan(1);
     expect(await slicesOf(kube, gpuA)).toHaveLength(1);
-    expect(kube.emulator.count({ verb: 'list', resource: 'resourceslices', code: 429 })).toBe(1);
+    expect(kube.emulator.count({ verb: 'create', resource: 'resourceslices', code: 429 })).toBe(1);
+
+    // Updates that conflict (someone else keeps writing) are re-planned from a fresh list.
+    kube.emulator.injectFault({
+      verb: 'update',
+      resource: 'resourceslices',
+      status: 409,
+      times: 3,
+    });
+    const next = await harness.publish(gpuA, { pools: [gpus(4)] });
+    await harness.settled(gpuA, next);
+    expect((await slicesOf(kube, gpuA)).flatMap((s) => s.spec.devices ?? [])).toHaveLength(4);
+    expect(kube.emulator.count({ verb: 'list', resource: 'resourceslices' })).toBeGreaterThan(0);
   });
 
   it('parks a key whose Node is missing, and publishes as soon as news arrives', async () => {
@@ -360,9 +393,10 @@ describe('slice-syncer', () => {
     const [parked] = await harness.queue.queue.getDelayed();
     expect(parked?.delay).toBeGreaterThanOrEqual(30_000);
 
+    // The Node joins: the watch sees it and the parked key is published at once, without
+    // waiting out its park and without news from the driver.
     await createNode(kube, 'node-b');
-    const generation = await harness.publish(gpuB, { pools: [{ ...gpus(1), name: 'node-b' }] });
-    await harness.settled(gpuB, generation);
+    await harness.settled(gpuB, harness.generation);
     expect(await slicesOf(kube, gpuB)).toHaveLength(1);
   });
 
@@ -372,7 +406,7 @@ describe('slice-syncer', () => {
     await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
       description: 'garbage collection',
     });
-    await harness.queue.enqueue(gpuA, 'resync');
+    // The watch saw the Node go: the key is parked without a resync and without an API read.
     await waitFor(async () => (await harness.status(gpuA))?.outcome === 'node-missing', {
       description: 'parked',
     });
@@ -389,7 +423,7 @@ describe('slice-syncer', () => {
         connection,
         redis: harness.redis,
         prefix: harness.prefix,
-        api: harness.api,
+        cluster: harness.cluster,
         syncQueue: harness.queue,
         logger,
         orphanGraceMs: 600_000,

@@ -6,17 +6,17 @@ import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { SYNC_QUEUE_NAME, queuePrefix, syncJobSchema } from '@slicekeeper/contracts';
 import type { SyncJob } from '@slicekeeper/contracts';
-import { TransientError, errorMessage } from '@slicekeeper/errors';
+import { errorMessage } from '@slicekeeper/errors';
 import { retryDelayMs } from './backoff';
 import type { BackoffPolicy } from './backoff';
-import type { SyncProcessor } from './sync-processor';
+import type { Reconciler } from './reconciler';
 
 export interface SliceSyncerOptions {
   /** A dedicated connection: the worker blocks on it while waiting for jobs. */
   connection: Redis;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
-  processor: SyncProcessor;
+  reconciler: Pick<Reconciler, 'reconcile'>;
   logger: Logger;
   /** Keys synced at once by this replica. @defaultValue 8 */
   concurrency?: number;
@@ -96,23 +96,18 @@ export class SliceSyncer {
       return;
     }
     const { node, driver, reason } = parsed.data;
-    try {
-      await this.options.processor.sync(
-        { node, driver },
-        { jobId: job.id ?? `${node}/${driver}`, attempt: job.attemptsMade + 1, reason },
-      );
-    } catch (error) {
-      if (
-        error instanceof TransientError &&
-        error.code === 'throttled' &&
-        error.retryAfterMs !== undefined
-      ) {
-        // The API server asked everyone to slow down: pause the queue for all replicas.
-        await this.queue.rateLimit(error.retryAfterMs);
-        throw Worker.RateLimitError();
-      }
-      throw error;
+    const { retry } = await this.options.reconciler.reconcile(
+      { node, driver },
+      { jobId: job.id ?? `${node}/${driver}`, attempt: job.attemptsMade + 1, reason },
+    );
+    if (retry === undefined) return;
+    if (retry.code === 'throttled' && retry.retryAfterMs !== undefined) {
+      // The API server asked everyone to slow down: pause the queue for all replicas.
+      await this.queue.rateLimit(retry.retryAfterMs);
+      throw Worker.RateLimitError();
     }
+    // BullMQ retries it with `retryDelayMs`'s backoff.
+    throw retry;
   }
 
   private registerGauges(registry: Registry): void {

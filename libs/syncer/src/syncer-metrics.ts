@@ -13,11 +13,8 @@ export class SyncerMetrics {
   readonly sliceWrites: Counter<'op'>;
   /** Syncs refused because another sync of the same key held its guard. Must stay 0. */
   readonly overlaps: Counter;
-  /**
-   * Syncs of changed inventories by where their first plan's view of the key's slices came from: the
-   * previous sync's record (`recorded`, no API read) or a list (`listed`).
-   */
-  readonly syncedSlices: Counter<'result'>;
+  /** Fields the API server dropped from our writes, by the feature gate that likely guards them. */
+  readonly droppedFields: Counter<'gate'>;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -51,10 +48,10 @@ export class SyncerMetrics {
       help: 'Syncs refused because a sync of the same key was running. Must stay 0.',
       registers: [registry],
     });
-    this.syncedSlices = new Counter({
-      name: 'slicekeeper_sync_slice_views_total',
-      help: "Syncs of changed inventories by where their first plan's view of the key's slices came from: the previous sync's record (recorded) or a list (listed).",
-      labelNames: ['result'],
+    this.droppedFields = new Counter({
+      name: 'slicekeeper_dropped_fields_total',
+      help: 'Writes whose fields the API server dropped (a feature gate off), by gate.',
+      labelNames: ['gate'],
       registers: [registry],
     });
   }

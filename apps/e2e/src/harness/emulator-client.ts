@@ -119,6 +119,17 @@ export class EmulatorClient {
     await this.json('POST', '/_emulator/reset?keepObjects=true');
   }
 
+  /** Ends every open watch, as kube-apiserver does at a watch's timeout. @returns how many */
+  async cutWatches(): Promise<number> {
+    const body = (await this.json('POST', '/_emulator/cut-watches')) as { watches: number };
+    return body.watches;
+  }
+
+  /** From now on, a watch that resumes from an older resourceVersion gets 410 Expired. */
+  async forgetHistory(): Promise<void> {
+    await this.json('POST', '/_emulator/forget-history');
+  }
+
   async injectFault(fault: Fault): Promise<void> {
     await this.json('POST', '/_emulator/faults', fault);
   }

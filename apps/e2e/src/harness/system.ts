@@ -40,6 +40,8 @@ export interface SystemOptions {
   watcherEnv?: Record<string, string>;
   /** Extra settings of the registration API (e.g. REMOVAL_GRACE). */
   apiEnv?: Record<string, string>;
+  /** Extra settings of the kube emulator (e.g. FEATURE_GATES). */
+  emulatorEnv?: Record<string, string>;
   /** @defaultValue `info` */
   logLevel?: string;
 }
@@ -106,6 +108,7 @@ export class System {
       PORT: '0',
       KUBECONFIG_OUT: kubeconfig,
       LOG_LEVEL: 'info',
+      ...options.emulatorEnv,
     });
     let system: System | undefined;
     try {

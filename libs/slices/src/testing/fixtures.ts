@@ -1,5 +1,7 @@
 import type { CounterSet, Device, Pool } from '@slicekeeper/contracts';
+import { planSync } from '../plan-sync';
 import type { PlanSyncInput } from '../plan-sync';
+import type { ResourceSlice, StoredResourceSlice } from '../resource-slice';
 
 /**
  * Fixture builders for the planner's tests and benchmark: realistic defaults (a GPU driver on
@@ -62,4 +64,32 @@ export function planInput(overrides: Partial<PlanSyncInput> = {}): PlanSyncInput
     existing: [],
     ...overrides,
   };
+}
+
+/** The ResourceSlices slicekeeper sends to publish `pools` for the default key from scratch. */
+export function sentSlices(pools: Pool[] = [pool()]): ResourceSlice[] {
+  return [...planSync(planInput({ pools })).creates];
+}
+
+/**
+ * `slice` as the API server answers the create that stored it: named after its `generateName`,
+ * with a UID and a resource version, through a JSON round trip; then changed by `change` (the
+ * server's own additions, or fields a feature gate made it drop).
+ */
+export function storedSlice(
+  slice: ResourceSlice,
+  change: (stored: StoredResourceSlice) => void = () => undefined,
+): StoredResourceSlice {
+  const sent = JSON.parse(JSON.stringify(slice)) as ResourceSlice;
+  const stored: StoredResourceSlice = {
+    ...sent,
+    metadata: {
+      ...sent.metadata,
+      name: `${sent.metadata.generateName ?? ''}x7k2p`,
+      uid: '5f0c2e1a-9b7d-4c3e-8a6f-2d1b0e9c7a54',
+      resourceVersion: '1042',
+    },
+  };
+  change(stored);
+  return stored;
 }

@@ -1,0 +1,131 @@
+/**
+ * What the slice-syncer's watch-fed caches cost in memory: a freshly started syncer in an empty
+ * cluster (idle) against one freshly started once the cluster holds the bench's slices and Nodes
+ * (its caches hold them all, it has synced nothing yet), per 1,000 slices. Resident set from
+ * /proc/<pid>/status (VmRSS), heap used from the syncer's /metrics.
+ */
+import { readFile, readdir } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readMetric } from '@slicekeeper/testing';
+import type { System } from '../src/harness';
+import { round } from './stats';
+import { apiCalls, callsSince } from './support';
+import type { ApiCalls } from './support';
+
+/** A process's memory: the least of a few readings a second apart. */
+export interface MemoryReading {
+  rssBytes: number;
+  heapUsedBytes: number;
+}
+
+export interface SyncerMemoryResult {
+  /** Slices and Nodes in the cluster (so in the loaded syncer's caches). */
+  slices: number;
+  nodes: number;
+  /** A fresh syncer, empty cluster. */
+  idle: MemoryReading;
+  /** A fresh syncer (restarted) whose caches hold every slice and Node. */
+  loaded: MemoryReading;
+  /** The syncer that ran every phase, just before that restart (caches plus its working set). */
+  afterPhases: MemoryReading;
+  /** (loaded − idle) / slices × 1,000. */
+  rssBytesPer1000Slices: number;
+  heapUsedBytesPer1000Slices: number;
+  /** API calls of the restarted syncer's first lists: what each anti-entropy relist costs. */
+  startApi: ApiCalls;
+  /** Restart until ready (its first lists in), s. */
+  secondsToReady: number;
+}
+
+/** Settling time before the readings (startup garbage, the last sync's writes). */
+const SETTLE_MS = 2000;
+const READINGS = 5;
+
+/**
+ * The pid of this process's child running the slice-syncer with `PROBE_PORT=<probePort>` (the
+ * harness keeps its processes to itself: found through /proc, as `cpuSeconds` finds them).
+ */
+export async function syncerPid(probePort: number): Promise<number> {
+  for (const pid of (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== process.pid) continue;
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes('/apps/slice-syncer/src/main.ts')) continue;
+      const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+      if (environ.includes(`PROBE_PORT=${probePort}`)) return Number(pid);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  throw new Error(`no slice-syncer child with PROBE_PORT=${probePort}`);
+}
+
+async function vmRssBytes(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+  if (match?.[1] === undefined) throw new Error(`/proc/${pid}/status has no VmRSS`);
+  return Number(match[1]) * 1024;
+}
+
+/**
+ * The syncer's memory after `SETTLE_MS`: the least of `READINGS` readings a second apart (heap
+ * used includes garbage until a collection runs).
+ */
+export async function readSyncerMemory(probePort: number): Promise<MemoryReading> {
+  const pid = await syncerPid(probePort);
+  const metricsUrl = `http://127.0.0.1:${probePort}/metrics`;
+  await sleep(SETTLE_MS);
+  const readings: MemoryReading[] = [];
+  for (let i = 0; i < READINGS; i++) {
+    if (i > 0) await sleep(1000);
+    readings.push({
+      rssBytes: await vmRssBytes(pid),
+      heapUsedBytes: await readMetric(metricsUrl, 'nodejs_heap_size_used_bytes'),
+    });
+  }
+  return {
+    rssBytes: Math.min(...readings.map((r) => r.rssBytes)),
+    heapUsedBytes: Math.min(...readings.map((r) => r.heapUsedBytes)),
+  };
+}
+
+/**
+ * Reads the working syncer, restarts it, counts the API calls of its first lists and reads the
+ * fresh one; `idle` was read from the same service in the same System before any Node existed.
+ */
+export async function measureLoadedSyncer(options: {
+  system: System;
+  probePort: number;
+  idle: MemoryReading;
+  nodes: number;
+}): Promise<SyncerMemoryResult> {
+  const { system, probePort, idle } = options;
+  const [syncer] = system.syncers;
+  if (syncer === undefined || system.syncers.length !== 1) {
+    throw new Error('syncer memory: one syncer replica expected');
+  }
+  const slices = (await system.emulator.slices()).length;
+  const afterPhases = await readSyncerMemory(probePort);
+  await system.stopService(syncer);
+  const before = await apiCalls(system.emulator);
+  const started = Date.now();
+  // Ready (its `started` line) only once both first lists are in.
+  await system.startService(syncer);
+  const secondsToReady = (Date.now() - started) / 1000;
+  const loaded = await readSyncerMemory(probePort);
+  const startApi = callsSince(before, await apiCalls(system.emulator));
+  const per1000 = (bytes: number): number => Math.round((bytes / slices) * 1000);
+  return {
+    slices,
+    nodes: options.nodes,
+    idle,
+    loaded,
+    afterPhases,
+    rssBytesPer1000Slices: per1000(loaded.rssBytes - idle.rssBytes),
+    heapUsedBytesPer1000Slices: per1000(loaded.heapUsedBytes - idle.heapUsedBytes),
+    startApi,
+    secondsToReady: round(secondsToReady, 1),
+  };
+}

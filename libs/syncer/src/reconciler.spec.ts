@@ -1,0 +1,170 @@
+import type { Device, InventorySnapshot, SyncReason } from '@slicekeeper/contracts';
+import { CorruptRecordError } from '@slicekeeper/state';
+import { Reconciler } from './reconciler';
+import { FakeCluster, FakeRecords, silentLogger } from './testing/fakes';
+import type { FakeServerOptions } from './testing/fakes';
+
+const key = { node: 'node-a', driver: 'gpu.example.com' };
+const NODE_UID = 'a3f0c1d2-0000-4000-8000-000000000001';
+
+function gpu(index: number, taint = false): Device {
+  return {
+    name: `gpu-${index}`,
+    attributes: { index: { int: index } },
+    capacity: { memory: { value: '80Gi' } },
+    ...(taint ? { taints: [{ key: 'example.com/unhealthy', effect: 'NoSchedule' as const }] } : {}),
+  };
+}
+
+function snapshot(generation: number, devices: Device[]): InventorySnapshot {
+  return {
+    generation,
+    receivedAt: '2026-11-24T12:00:00.000Z',
+    endpoint: 'unix:///run/gpu.sock',
+    inventory: { pools: [{ name: 'node-a', scope: { kind: 'node' }, devices }] },
+  };
+}
+
+function setup(server: FakeServerOptions = {}) {
+  const records = new FakeRecords();
+  const cluster = new FakeCluster(server);
+  cluster.nodes.set('node-a', NODE_UID);
+  const reconciler = new Reconciler({ records, cluster, api: cluster, logger: silentLogger });
+  let job = 0;
+  const sync = (reason: SyncReason = 'snapshot') =>
+    reconciler.reconcile(key, { jobId: `job-${++job}`, attempt: 1, reason });
+  const devices = () =>
+    cluster.slicesOf(key).flatMap((s) => (s.spec.devices ?? []).map((d) => d.name));
+  return { records, cluster, sync, devices };
+}
+
+describe('Reconciler', () => {
+  it('publishes a snapshot from the cache without reading the API, and does nothing the second time', async () => {
+    const { records, cluster, sync, devices } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0), gpu(1)]);
+
+    expect((await sync()).status).toMatchObject({ outcome: 'synced', writes: 1 });
+    expect(devices()).toEqual(['gpu-0', 'gpu-1']);
+    cluster.deliver();
+    expect((await sync('resync')).status).toMatchObject({ outcome: 'synced', writes: 0 });
+    expect(cluster.calls).toEqual(['create']);
+    expect(records.guard).toBeUndefined();
+  });
+
+  it('never creates a slice twice while the watch has not yet delivered our create', async () => {
+    const { records, cluster, sync } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync();
+    // The watch lags: the cache knows the create only from what the API server returned.
+    records.records.snapshot = snapshot(2, [gpu(0), gpu(1)]);
+    await sync();
+    expect(cluster.calls).toEqual(['create', 'update']);
+    expect(cluster.stored.size).toBe(1);
+  });
+
+  it('withdraws a key without a registration, and forgets its snapshot', async () => {
+    const { records, cluster, sync } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync();
+    records.records.registered = false;
+    expect((await sync('removed')).status).toMatchObject({ outcome: 'withdrawn', writes: 1 });
+    expect(cluster.stored.size).toBe(0);
+    expect(records.records.forgotten).toBe(true);
+  });
+
+  it('keeps the slices of a removed plugin until its grace ends, and says when to look again', async () => {
+    const { records, cluster, sync } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync();
+    records.records.registered = false;
+    records.records.removal = { removedAt: Date.now(), withdrawAt: Date.now() + 30_000 };
+    const { status, retry } = await sync('removed');
+    expect(status?.outcome).toBe('removing');
+    expect(retry?.retryAfterMs).toBeGreaterThan(29_000);
+    expect(cluster.stored.size).toBe(1);
+  });
+
+  it("leaves what is published alone when a registration's sync finds no inventory yet", async () => {
+    const { records, cluster, sync } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync();
+    records.records.snapshot = undefined;
+    expect(await sync('registered')).toEqual({});
+    expect(cluster.stored.size).toBe(1);
+  });
+
+  it('parks a key whose Node the cache does not know, without an API call', async () => {
+    const { records, cluster, sync } = setup();
+    cluster.nodes.clear();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    const { status, retry } = await sync();
+    expect(status?.outcome).toBe('node-missing');
+    expect(retry?.code).toBe('node-missing');
+    expect(cluster.calls).toEqual([]);
+  });
+
+  it('records a corrupt snapshot as corrupt and does not retry it', async () => {
+    const { records, sync } = setup();
+    records.records.corrupt = new CorruptRecordError(
+      'snapshot of node-a/gpu.example.com',
+      'not JSON',
+    );
+    const { status, retry } = await sync();
+    expect(status).toMatchObject({
+      outcome: 'corrupt',
+      error: expect.stringMatching(/corrupt snapshot/) as unknown,
+    });
+    expect(retry).toBeUndefined();
+  });
+
+  it('refuses a sync while another holds the key, and changes nothing', async () => {
+    const { records, cluster, sync } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    records.guard = 'job-0';
+    const { status, retry } = await sync();
+    expect(status).toBeUndefined();
+    expect(retry?.code).toBe('overlap');
+    expect(cluster.calls).toEqual([]);
+  });
+
+  it('re-plans from a list after a conflict with a change the watch had not delivered', async () => {
+    const { records, cluster, sync, devices } = setup();
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync();
+    cluster.deliver();
+    // Someone changes the slice; the watch has not told us yet.
+    const [current] = cluster.stored.values();
+    if (current === undefined) throw new Error('nothing published');
+    const theirs = structuredClone(current);
+    theirs.metadata.resourceVersion = '999';
+    cluster.stored.set(theirs.metadata.name, theirs);
+
+    records.records.snapshot = snapshot(2, [gpu(0), gpu(1)]);
+    expect((await sync()).status).toMatchObject({ outcome: 'synced' });
+    expect(cluster.calls).toEqual(['create', 'update', 'list', 'update']);
+    cluster.deliver();
+    expect(devices()).toEqual(['gpu-0', 'gpu-1']);
+  });
+
+  describe('fields the server drops', () => {
+    it('reports them, and does not rewrite them on every resync', async () => {
+      const { records, cluster, sync } = setup({ dropTaints: true });
+      records.records.snapshot = snapshot(1, [gpu(0, true), gpu(1)]);
+
+      const first = await sync();
+      expect(first.status).toMatchObject({
+        outcome: 'synced',
+        droppedFields: [expect.stringMatching(/taints.*DRADeviceTaints/) as unknown],
+      });
+      cluster.deliver();
+      for (let i = 0; i < 3; i++) {
+        expect((await sync('resync')).status).toMatchObject({ outcome: 'synced', writes: 0 });
+        cluster.deliver();
+      }
+      expect(cluster.calls).toEqual(['create']);
+      // A new inventory is written again (a server whose gate was turned on keeps it then).
+      records.records.snapshot = snapshot(2, [gpu(0, true), gpu(2)]);
+      expect((await sync()).status?.writes).toBe(1);
+    });
+  });
+});

@@ -1,0 +1,355 @@
+import type { Logger } from 'pino';
+import { keyId } from '@slicekeeper/contracts';
+import type {
+  InventorySnapshot,
+  PoolSummary,
+  SliceKey,
+  SyncOutcome,
+  SyncReason,
+  SyncStatus,
+} from '@slicekeeper/contracts';
+import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
+import {
+  InvalidDriverResourcesError,
+  droppedFields,
+  planSync,
+  semanticEqual,
+  summarizeDroppedFields,
+  withoutFields,
+} from '@slicekeeper/slices';
+import type {
+  DroppedField,
+  ResourceSlice,
+  StoredResourceSlice,
+  SyncPlan,
+} from '@slicekeeper/slices';
+import { CorruptRecordError } from '@slicekeeper/state';
+import type { SyncTurn } from '@slicekeeper/state';
+import { NodeMissingError, RemovalPendingError } from './backoff';
+import type { ClusterView, SliceApi } from './slice-api';
+import type { SyncerMetrics } from './syncer-metrics';
+
+/** One sync's hold on its key's records (`SyncTurn` of libs/state). */
+export type KeyTurn = Pick<
+  SyncTurn,
+  'registered' | 'snapshot' | 'removal' | 'previousStatus' | 'finish' | 'release'
+>;
+
+export interface ReconcilerOptions {
+  /** The key's records in Redis: snapshot, registrations, removal, status, guard (`SyncRecords`). */
+  records: { begin(key: SliceKey, holder: string): Promise<KeyTurn | undefined> };
+  /** What is published: the watch-fed caches. */
+  cluster: ClusterView;
+  /** Where writes go. */
+  api: SliceApi;
+  /** Taken before every API write (the cluster-wide write limit). */
+  writeLimiter?: { acquire(): Promise<void> };
+  metrics?: SyncerMetrics;
+  logger: Logger;
+  /** Injected for tests. @defaultValue `() => new Date()` */
+  now?: () => Date;
+  /** Re-plan this many times after a 409 before retrying with backoff. @defaultValue 3 */
+  conflictRetries?: number;
+}
+
+export interface SyncContext {
+  /** The BullMQ job id: the holder of the key's guard. */
+  jobId: string;
+  /** 1 for the first attempt of this job. */
+  attempt: number;
+  reason: SyncReason;
+}
+
+/** What a reconcile did. */
+export interface Reconciled {
+  /** The recorded status; undefined when there was nothing to do and nothing was recorded. */
+  status?: SyncStatus;
+  /** Set when the key must be looked at again: the worker retries with this error's backoff. */
+  retry?: TransientError;
+}
+
+/**
+ * One sync of one key, level-triggered: whatever asked for it, it makes the key's published
+ * slices match the key's latest state in Redis.
+ *
+ * 1. Read what is desired (Redis, one round trip that also takes the key's guard).
+ * 2. Read what is published (the watch-fed cache: no API read).
+ * 3. Plan the fewest writes (`planSync`, upstream's resourceslice controller semantics).
+ * 4. Apply them (deletes, updates, creates), each returned object into the cache.
+ * 5. Record the outcome (Redis, one round trip that releases the guard).
+ *
+ * Updates and deletes carry UID and resourceVersion preconditions, so a cache that lags costs a
+ * 409 and a re-plan from a fresh list, never a wrong write. A create is never planned twice: the
+ * cache shows our own writes before the watch delivers them.
+ */
+export class Reconciler {
+  private readonly now: () => Date;
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async reconcile(key: SliceKey, context: SyncContext): Promise<Reconciled> {
+    const turn = await this.options.records.begin(key, context.jobId);
+    if (turn === undefined) {
+      this.options.metrics?.overlaps.inc();
+      const error = new TransientError(`sync of ${keyId(key)} is already running`, {
+        code: 'overlap',
+      });
+      return { retry: error };
+    }
+    const startedAt = this.now();
+    try {
+      return await this.sync(key, context, turn, startedAt);
+    } finally {
+      // Recording the outcome released the guard, unless the sync failed before it got there.
+      await turn.release();
+      this.options.metrics?.duration.observe((this.now().getTime() - startedAt.getTime()) / 1000);
+    }
+  }
+
+  private async sync(
+    key: SliceKey,
+    context: SyncContext,
+    turn: KeyTurn,
+    startedAt: Date,
+  ): Promise<Reconciled> {
+    const log = this.options.logger.child({
+      node: key.node,
+      driver: key.driver,
+      jobId: context.jobId,
+      attempt: context.attempt,
+    });
+    let snapshot: InventorySnapshot | undefined;
+    let writes = 0;
+    const record = (
+      fields: Omit<SyncStatus, 'startedAt' | 'finishedAt' | 'attempt' | 'snapshotGeneration'>,
+      forgetSnapshot = false,
+    ) =>
+      this.record(
+        turn,
+        {
+          ...fields,
+          startedAt: startedAt.toISOString(),
+          snapshotGeneration: snapshot?.generation ?? 0,
+          attempt: context.attempt,
+        },
+        forgetSnapshot,
+      );
+
+    try {
+      // 1. What is desired.
+      const registered = turn.registered();
+      if (!registered) {
+        const withdrawAt = turn.removal()?.withdrawAt ?? 0;
+        const remainingMs = withdrawAt - startedAt.getTime();
+        if (remainingMs > 0) throw new RemovalPendingError(keyId(key), remainingMs);
+      } else {
+        snapshot = turn.snapshot();
+        if (snapshot === undefined && context.reason === 'registered') {
+          // A registration's sync publishes the snapshot a re-registered driver kept. Without
+          // one the driver has sent nothing yet (or Redis lost it): what is published stays,
+          // and the watcher's first store asks for the sync that publishes it.
+          log.debug('registered, no inventory yet: nothing to do');
+          return {};
+        }
+        if (snapshot?.rejected !== undefined) {
+          throw new TerminalError(snapshot.rejected, { code: 'invalid' });
+        }
+      }
+      const pools = snapshot?.inventory?.pools ?? [];
+      const previous = turn.previousStatus();
+      // Fields this server drops are not rewritten for the snapshot they were dropped from.
+      const dropping =
+        previous?.snapshotGeneration === (snapshot?.generation ?? 0) &&
+        (previous.droppedFields?.length ?? 0) > 0;
+
+      let dropped: DroppedField[] = [];
+      let existing = this.options.cluster.slicesOf(key);
+      for (let replans = 0; ; replans++) {
+        // 2. What is published; the Node the slices belong to.
+        let nodeUid = '';
+        if (key.node !== '' && pools.length > 0) {
+          nodeUid = this.options.cluster.nodeUid(key.node) ?? '';
+          if (nodeUid === '') throw new NodeMissingError(key.node);
+        }
+        // 3. The plan.
+        const planned = planSync({ node: key.node, nodeUid, driver: key.driver, pools, existing });
+        const plan = dropping
+          ? { ...planned, updates: planned.updates.filter((u) => !onlyDropped(u, existing)) }
+          : planned;
+        // 4. The writes.
+        const published = new Map(existing.map((s) => [s.metadata.name, s]));
+        try {
+          const applied = await this.apply(plan, published);
+          writes += applied.writes;
+          dropped = [...dropped, ...applied.dropped];
+        } catch (error) {
+          // A 409, or a 404 on an update: the view was stale (someone else wrote, or the garbage
+          // collector deleted a slice). Re-plan from what the server has now.
+          if (isStale(error) && replans < (this.options.conflictRetries ?? 3)) {
+            log.debug({ err: errorMessage(error) }, 'stale view, re-planning from a list');
+            existing = await this.options.api.listSlices(key);
+            continue;
+          }
+          throw error;
+        }
+        // 5. The outcome.
+        const droppedText = summarizeDroppedFields(dropped);
+        if (droppedText.length > 0) this.reportDropped(log, dropped, droppedText, previous);
+        const keptDropped =
+          droppedText.length > 0 ? droppedText : dropping ? previous.droppedFields : undefined;
+        const status = await record(
+          {
+            outcome: pools.length === 0 ? 'withdrawn' : 'synced',
+            writes,
+            slices: [...published.keys()].sort(),
+            pools: summaries(plan),
+            ...(keptDropped === undefined || pools.length === 0
+              ? {}
+              : { droppedFields: keptDropped }),
+          },
+          !registered,
+        );
+        log.debug({ outcome: status.outcome, writes, reason: context.reason }, 'synced');
+        return { status };
+      }
+    } catch (error) {
+      const outcome = outcomeOf(error);
+      // What is published did not change: keep showing the last known slices and pools.
+      const previous = turn.previousStatus();
+      const status = await record({
+        outcome,
+        writes,
+        slices: previous?.slices ?? [],
+        pools: previous?.pools ?? [],
+        error: errorMessage(error),
+      });
+      if (outcome === 'invalid' || outcome === 'failed' || outcome === 'corrupt') {
+        log.warn({ err: errorMessage(error), outcome }, 'sync refused');
+        return { status };
+      }
+      if (error instanceof RemovalPendingError) {
+        log.debug({ withdrawInMs: error.retryAfterMs }, 'removal pending');
+      } else {
+        log.info({ err: errorMessage(error), outcome }, 'sync failed, will retry');
+      }
+      return { status, retry: asTransient(error) };
+    }
+  }
+
+  /**
+   * Executes a plan in upstream order; `published` tracks the key's slices by name as the API
+   * server returns them, and every returned object goes into the cache at once.
+   */
+  private async apply(
+    plan: SyncPlan,
+    published: Map<string, StoredResourceSlice>,
+  ): Promise<{ writes: number; dropped: DroppedField[] }> {
+    const { api, cluster, metrics, writeLimiter } = this.options;
+    let writes = 0;
+    const dropped: DroppedField[] = [];
+    const stored = (sent: ResourceSlice, back: StoredResourceSlice) => {
+      cluster.recordWrite(back);
+      published.set(back.metadata.name, back);
+      dropped.push(...droppedFields(sent, back));
+      writes++;
+    };
+    for (const target of plan.deletes) {
+      await writeLimiter?.acquire();
+      await api.deleteSlice(target);
+      cluster.recordDelete(target);
+      published.delete(target.name);
+      metrics?.sliceWrites.inc({ op: 'delete' });
+      writes++;
+    }
+    for (const slice of plan.updates) {
+      await writeLimiter?.acquire();
+      stored(slice, await api.updateSlice(slice));
+      metrics?.sliceWrites.inc({ op: 'update' });
+    }
+    for (const slice of plan.creates) {
+      await writeLimiter?.acquire();
+      stored(slice, await api.createSlice(slice));
+      metrics?.sliceWrites.inc({ op: 'create' });
+    }
+    return { writes, dropped };
+  }
+
+  /** Counts dropped fields and logs them once per key and snapshot generation. */
+  private reportDropped(
+    log: Logger,
+    dropped: readonly DroppedField[],
+    text: readonly string[],
+    previous: SyncStatus | undefined,
+  ): void {
+    for (const field of dropped)
+      this.options.metrics?.droppedFields.inc({ gate: field.gate ?? 'unknown' });
+    const known = previous?.droppedFields ?? [];
+    if (text.some((line) => !known.includes(line))) {
+      log.warn(
+        { droppedFields: text },
+        'the API server dropped fields of our writes (a feature gate is off)',
+      );
+    }
+  }
+
+  /** Records the outcome (see `SyncTurn.finish`), which releases the key's guard. */
+  private async record(
+    turn: KeyTurn,
+    fields: Omit<SyncStatus, 'finishedAt'>,
+    forgetSnapshot: boolean,
+  ): Promise<SyncStatus> {
+    const status: SyncStatus = { ...fields, finishedAt: this.now().toISOString() };
+    await turn.finish(status, { forgetSnapshot });
+    this.options.metrics?.syncs.inc({ outcome: status.outcome });
+    return status;
+  }
+}
+
+/**
+ * Whether a planned update differs from the published slice only in fields this server drops:
+ * what it stored is then the desired state, and writing again would change nothing.
+ */
+function onlyDropped(
+  update: StoredResourceSlice,
+  existing: readonly StoredResourceSlice[],
+): boolean {
+  const current = existing.find((s) => s.metadata.name === update.metadata.name);
+  if (current === undefined) return false;
+  const fields = droppedFields(update, current);
+  if (fields.length === 0) return false;
+  return semanticEqual(withoutFields(update, fields).spec, current.spec);
+}
+
+function summaries(plan: SyncPlan): PoolSummary[] {
+  return plan.pools.map((p) => ({
+    name: p.name,
+    generation: p.generation,
+    sliceCount: p.resourceSliceCount,
+    devices: p.deviceCount,
+  }));
+}
+
+/** A 409, or a 404 of a write (deletes treat 404 as done): the slices changed since read. */
+function isStale(error: unknown): boolean {
+  return (
+    (error instanceof TransientError && error.code === 'conflict') ||
+    (error instanceof TerminalError && error.code === 'not-found')
+  );
+}
+
+function asTransient(error: unknown): TransientError {
+  return error instanceof TransientError
+    ? error
+    : new TransientError(errorMessage(error), { cause: error });
+}
+
+function outcomeOf(error: unknown): SyncOutcome {
+  if (error instanceof InvalidDriverResourcesError) return 'invalid';
+  if (error instanceof RemovalPendingError) return 'removing';
+  if (error instanceof CorruptRecordError) return 'corrupt';
+  if (error instanceof NodeMissingError) return 'node-missing';
+  if (error instanceof TerminalError && error.code === 'invalid') return 'invalid';
+  return isTerminal(error) ? 'failed' : 'retrying';
+}
