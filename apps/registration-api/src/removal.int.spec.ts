@@ -7,7 +7,7 @@ import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube'
 import { createLogger } from '@slicekeeper/observability';
 import { createRedisConnection } from '@slicekeeper/queue';
 import { SyncRecords } from '@slicekeeper/state';
-import { Reconciler, SliceSyncer } from '@slicekeeper/syncer';
+import { Reconciler, SyncWorker } from '@slicekeeper/syncer';
 import { RedisServer, waitFor, uniquePrefix } from '@slicekeeper/testing';
 import { ApiHarness, SOCKET_DIR, admin } from './testing/api-harness';
 
@@ -31,7 +31,7 @@ describe('removing a plugin with only the syncer running', () => {
   let server: RedisServer;
   let kube: RunningKubeEmulator;
   let h: ApiHarness;
-  let syncer: SliceSyncer;
+  let syncer: SyncWorker;
   let transport: KubeTransport;
   let cluster: ClusterCache;
   const workerConnection = () => createRedisConnection({ url: server.url });
@@ -51,7 +51,7 @@ describe('removing a plugin with only the syncer running', () => {
     transport = new KubeTransport({ kind: 'yaml', text: kube.kubeconfig });
     cluster = new ClusterCache({ transport, logger });
     await cluster.start();
-    syncer = new SliceSyncer({
+    syncer = new SyncWorker({
       connection: worker,
       prefix: h.prefix,
       reconciler: new Reconciler({
@@ -62,7 +62,7 @@ describe('removing a plugin with only the syncer running', () => {
       }),
       logger,
     });
-    syncer.start();
+    await syncer.start();
   });
   afterAll(async () => {
     await syncer.close();

@@ -6,7 +6,7 @@ import {
   ClusterTriggers,
   Maintenance,
   Reconciler,
-  SliceSyncer,
+  SyncWorker,
   SyncerMetrics,
 } from '@slicekeeper/syncer';
 import { RegistrationStore, SyncRecords, WriteRateLimiter } from '@slicekeeper/state';
@@ -66,7 +66,17 @@ void runService({
       metrics,
       logger,
     });
-    const syncer = new SliceSyncer({
+    const maintenance = new Maintenance({
+      redis,
+      prefix,
+      cluster,
+      syncQueue,
+      logger,
+      resyncIntervalMs: config.RESYNC_INTERVAL,
+      orphanGraceMs: config.ORPHAN_GRACE,
+      registry,
+    });
+    const syncer = new SyncWorker({
       connection: workerConnection,
       prefix,
       reconciler,
@@ -75,18 +85,11 @@ void runService({
       lockDurationMs: config.SYNC_LOCK_DURATION,
       stalledIntervalMs: config.SYNC_STALLED_INTERVAL,
       registry,
-    });
-    const maintenance = new Maintenance({
-      connection: maintenanceConnection,
-      redis,
-      prefix,
-      cluster,
-      syncQueue,
-      logger,
-      resyncIntervalMs: config.RESYNC_INTERVAL,
-      janitorIntervalMs: config.JANITOR_INTERVAL,
-      orphanGraceMs: config.ORPHAN_GRACE,
-      registry,
+      maintenance: {
+        connection: maintenanceConnection,
+        jobs: maintenance,
+        janitorIntervalMs: config.JANITOR_INTERVAL,
+      },
     });
 
     return {
@@ -106,12 +109,10 @@ void runService({
       start: async ({ probeUrl }) => {
         await cluster.start();
         antiEntropy.start();
-        syncer.start();
-        await maintenance.start();
+        await syncer.start();
         logger.info({ probes: probeUrl, concurrency: config.SYNC_CONCURRENCY }, 'started');
       },
       close: [
-        maintenance,
         syncer,
         antiEntropy,
         syncQueue,

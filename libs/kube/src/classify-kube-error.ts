@@ -2,36 +2,47 @@ import { STATUS_CODES } from 'node:http';
 import { SlicekeeperError, TerminalError, TransientError, errorMessage } from '@slicekeeper/errors';
 
 /**
- * The `code` of a classified Kubernetes error. The syncer branches on these, so renaming one is a
- * breaking change.
+ * The `code` of a classified Kubernetes error. The syncer branches on these (through
+ * {@link kubeErrorCode}, never on strings), so renaming one is a breaking change.
  */
-export type KubeErrorCode =
+export const kubeErrorCodes = [
   /** 409: a precondition (resourceVersion, UID) failed or the name is taken. Transient. */
-  | 'conflict'
+  'conflict',
   /** 429: the API server (or priority and fairness) asks us to slow down. Transient. */
-  | 'throttled'
+  'throttled',
   /** 5xx. Transient. */
-  | 'server-error'
+  'server-error',
   /** No complete response in time (ours or the HTTP layer's). Transient. */
-  | 'timeout'
+  'timeout',
   /** Refused, reset, DNS, TLS: no HTTP response at all. Transient. */
-  | 'connection'
+  'connection',
   /** 404. Terminal; the caller decides what a missing object means. */
-  | 'not-found'
+  'not-found',
   /** 422: the object fails server-side validation. Terminal. */
-  | 'invalid'
+  'invalid',
   /** 403: RBAC does not allow the request. Terminal. */
-  | 'forbidden'
+  'forbidden',
   /** 400: the request is malformed. Terminal. */
-  | 'bad-request'
+  'bad-request',
   /** 401: the credentials are not (or no longer) accepted; tokens rotate. Transient. */
-  | 'unauthorized'
+  'unauthorized',
   /** 410: a list's continue token or resourceVersion is too old; list again. Transient. */
-  | 'expired'
+  'expired',
   /** Any other HTTP status. Transient, so that nothing is dropped. */
-  | 'unexpected-status'
+  'unexpected-status',
   /** Not a Kubernetes or network error at all. Transient, as for every unknown failure. */
-  | 'error';
+  'error',
+] as const;
+export type KubeErrorCode = (typeof kubeErrorCodes)[number];
+
+const KUBE_ERROR_CODES: ReadonlySet<string> = new Set(kubeErrorCodes);
+
+/** The code of an error `classifyKubeError` made, typed for a `switch`; undefined otherwise. */
+export function kubeErrorCode(error: unknown): KubeErrorCode | undefined {
+  return error instanceof SlicekeeperError && KUBE_ERROR_CODES.has(error.code)
+    ? (error.code as KubeErrorCode)
+    : undefined;
+}
 
 export interface ClassifyKubeErrorOptions {
   /** Clock for a Retry-After given as an HTTP date, ms since the epoch. @defaultValue Date.now */

@@ -1,4 +1,9 @@
-export { classifyKubeError, parseRetryAfter } from './classify-kube-error';
+export {
+  classifyKubeError,
+  kubeErrorCode,
+  kubeErrorCodes,
+  parseRetryAfter,
+} from './classify-kube-error';
 export type { ClassifyKubeErrorOptions, KubeErrorCode } from './classify-kube-error';
 export { ClusterCache } from './cluster-cache';
 export type { ClusterCacheOptions, NodeChange, RelistResult } from './cluster-cache';

@@ -1,5 +1,5 @@
 import { TransientError } from '@slicekeeper/errors';
-import { NodeMissingError, retryDelayMs } from './backoff';
+import { retryDelayMs } from './backoff';
 
 describe('retryDelayMs', () => {
   it('doubles the bound from 100 ms and caps it at 5 minutes', () => {
@@ -32,10 +32,5 @@ describe('retryDelayMs', () => {
       retryAfterMs: 7000,
     });
     expect(retryDelayMs(1, throttled, () => 0.5)).toBe(7000);
-  });
-
-  it('parks a key whose Node is missing for about a minute', () => {
-    const delays = [0, 0.5, 0.999].map((r) => retryDelayMs(1, new NodeMissingError('n'), () => r));
-    expect(delays).toEqual([30_000, 60_000, 89_940]);
   });
 });

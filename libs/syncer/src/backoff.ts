@@ -6,17 +6,17 @@ export interface BackoffPolicy {
   baseMs: number;
   /** Largest upper bound, ms. @defaultValue 300000 (5 minutes) */
   capMs: number;
-  /** Delay between checks of a key whose Node is missing, ms. @defaultValue 60000 */
-  nodeMissingMs: number;
 }
 
 export const defaultBackoffPolicy: BackoffPolicy = {
   baseMs: 100,
   capMs: 300_000,
-  nodeMissingMs: 60_000,
 };
 
-/** A key is parked because its Node does not exist: retried slowly, never in a hot loop. */
+/**
+ * The key's Node does not exist: the key waits for it, not retried (the Node watch syncs it
+ * when the Node appears).
+ */
 export class NodeMissingError extends TransientError {
   constructor(node: string) {
     super(`node "${node}" does not exist`, { code: 'node-missing' });
@@ -40,7 +40,7 @@ export class RemovalPendingError extends TransientError {
  * The delay before retry number `attempt` (1 for the first retry): exponential backoff with
  * full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): uniformly random in
  * [0, min(cap, base·2^(attempt-1))], so that many keys failing together do not retry together.
- * A Retry-After from the server is a floor. A missing Node waits `nodeMissingMs` (±50%).
+ * A Retry-After from the server is a floor.
  * `random()` is the fraction of the window waited.
  */
 export function retryDelayMs(
@@ -49,9 +49,6 @@ export function retryDelayMs(
   random: () => number = Math.random,
   policy: BackoffPolicy = defaultBackoffPolicy,
 ): number {
-  if (error instanceof NodeMissingError) {
-    return Math.round(policy.nodeMissingMs * (0.5 + random()));
-  }
   if (error instanceof RemovalPendingError) return error.retryAfterMs ?? 0;
   const jittered = backoffDelayMs(attempt, {
     initialMs: policy.baseMs,

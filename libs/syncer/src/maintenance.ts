@@ -1,18 +1,13 @@
-import { Queue, Worker } from 'bullmq';
-import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
-import { MAINTENANCE_QUEUE_NAME, keyId, parseKeyId, queuePrefix } from '@slicekeeper/contracts';
-import type { MaintenanceJob, SliceKey } from '@slicekeeper/contracts';
-import { errorMessage } from '@slicekeeper/errors';
+import { keyId, parseKeyId } from '@slicekeeper/contracts';
+import type { SliceKey } from '@slicekeeper/contracts';
 import type { SyncQueue } from '@slicekeeper/queue';
 import { KeyIndex } from '@slicekeeper/state';
 
 export interface MaintenanceOptions {
-  /** A dedicated connection for the maintenance worker. */
-  connection: Redis;
   /** For reading registrations, removals, stream states and orphans. */
   redis: Redis;
   prefix?: string;
@@ -20,10 +15,11 @@ export interface MaintenanceOptions {
   cluster: { keys(): SliceKey[]; slicesOf(key: SliceKey): readonly unknown[] };
   syncQueue: SyncQueue;
   logger: Logger;
-  /** Every known key is synced once per interval, spread over it, ms. @defaultValue 600000 */
+  /**
+   * Every known key is synced once per interval, spread over it, ms; the resync runs this
+   * often. @defaultValue 600000
+   */
   resyncIntervalMs?: number;
-  /** How often the janitor looks for slices of removed or unknown keys, ms. @defaultValue 60000 */
-  janitorIntervalMs?: number;
   /**
    * How long slices of a key slicekeeper has never heard of survive, ms: long enough for drivers
    * to re-register after Redis lost its data. @defaultValue 600000
@@ -42,39 +38,24 @@ export interface MaintenanceOptions {
 }
 
 /**
- * The syncer's safety nets, run by BullMQ job schedulers so that each run happens on one
- * replica however many there are: a periodic full resync (every known key re-enqueued, spread
- * over the interval, so that anything missed converges) and the janitor (slices of removed keys
- * deleted promptly; slices of unknown keys only after the orphan grace period).
+ * The syncer's safety nets: a periodic full resync (every known key re-enqueued, spread over the
+ * interval, so that anything missed converges) and the janitor (slices of removed keys deleted
+ * promptly; slices of unknown keys only after the orphan grace period). When they run is the
+ * `SyncWorker`'s business: its job schedulers run each on one replica however many there are.
  */
 export class Maintenance {
-  private readonly queue: Queue;
-  private readonly worker: Worker;
+  /** How often the resync runs and the interval its syncs are spread over, ms. */
+  readonly resyncIntervalMs: number;
   private readonly index: KeyIndex;
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly publishedSlices: Gauge | undefined;
-  private closing: Promise<void> | undefined;
 
   constructor(private readonly options: MaintenanceOptions) {
-    const prefix = queuePrefix(options.prefix ?? 'sk');
+    this.resyncIntervalMs = options.resyncIntervalMs ?? 600_000;
     this.index = new KeyIndex({ redis: options.redis, prefix: options.prefix });
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
-    this.queue = new Queue(MAINTENANCE_QUEUE_NAME, { connection: options.connection, prefix });
-    this.worker = new Worker(
-      MAINTENANCE_QUEUE_NAME,
-      (job: Job) => this.process(job.name as MaintenanceJob),
-      {
-        connection: options.connection,
-        prefix,
-        autorun: false,
-        concurrency: 1,
-      },
-    );
-    this.worker.on('error', (error) => {
-      options.logger.error({ err: errorMessage(error) }, 'maintenance worker error');
-    });
     this.publishedSlices =
       options.registry === undefined
         ? undefined
@@ -85,66 +66,10 @@ export class Maintenance {
           });
   }
 
-  /**
-   * Creates the job schedulers and runs the worker. The schedulers live in Redis: when Redis
-   * comes back after a restart (perhaps empty), they are created again, or the janitor and the
-   * resync would stop until a replica restarts.
-   */
-  async start(): Promise<void> {
-    await this.upsertSchedulers();
-    this.options.redis.on('ready', this.onRedisReady);
-    void this.worker.run().catch((error: unknown) => {
-      this.options.logger.error({ err: errorMessage(error) }, 'maintenance worker stopped');
-    });
-  }
-
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      this.options.redis.off('ready', this.onRedisReady);
-      await this.worker.close();
-      await this.queue.close();
-    })();
-    return this.closing;
-  }
-
-  private readonly onRedisReady = (): void => {
-    this.upsertSchedulers().then(
-      () => {
-        this.options.logger.info('redis reconnected, maintenance schedules ensured');
-      },
-      (error: unknown) => {
-        this.options.logger.error(
-          { err: errorMessage(error) },
-          'could not re-create the maintenance schedules after Redis reconnected',
-        );
-      },
-    );
-  };
-
-  private async upsertSchedulers(): Promise<void> {
-    const resyncEvery = this.options.resyncIntervalMs ?? 600_000;
-    const janitorEvery = this.options.janitorIntervalMs ?? 60_000;
-    await this.queue.upsertJobScheduler(
-      'resync',
-      { every: resyncEvery },
-      { name: 'resync', opts: { removeOnComplete: true, removeOnFail: 10 } },
-    );
-    await this.queue.upsertJobScheduler(
-      'janitor',
-      { every: janitorEvery },
-      { name: 'janitor', opts: { removeOnComplete: true, removeOnFail: 10 } },
-    );
-  }
-
-  async process(job: MaintenanceJob): Promise<void> {
-    if (job === 'resync') await this.resync();
-    else await this.janitor();
-  }
-
   /** Re-enqueues every registered or published key, spread over the resync interval. */
   async resync(): Promise<number> {
     const { syncQueue } = this.options;
-    const spread = this.options.resyncIntervalMs ?? 600_000;
+    const spread = this.resyncIntervalMs;
     const ids = await this.index.activeKeyIds();
     for (const id of ids)
       await syncQueue.enqueue(parseKeyId(id), 'resync', Math.floor(this.random() * spread));

@@ -93,13 +93,14 @@ describe('Reconciler', () => {
     expect(cluster.stored.size).toBe(1);
   });
 
-  it('parks a key whose Node the cache does not know, without an API call', async () => {
+  it('parks a key whose Node the cache does not know, without an API call and without a retry', async () => {
     const { records, cluster, sync } = setup();
     cluster.nodes.clear();
     records.records.snapshot = snapshot(1, [gpu(0)]);
     const { status, retry } = await sync();
     expect(status?.outcome).toBe('node-missing');
-    expect(retry?.code).toBe('node-missing');
+    // Not retried: the Node watch syncs the key when the Node appears.
+    expect(retry).toBeUndefined();
     expect(cluster.calls).toEqual([]);
   });
 

@@ -23,6 +23,7 @@ import type {
   StoredResourceSlice,
   SyncPlan,
 } from '@slicekeeper/slices';
+import { kubeErrorCode } from '@slicekeeper/kube';
 import { CorruptRecordError } from '@slicekeeper/state';
 import type { SyncTurn } from '@slicekeeper/state';
 import { NodeMissingError, RemovalPendingError } from './backoff';
@@ -229,6 +230,13 @@ export class Reconciler {
         log.warn({ err: errorMessage(error), outcome }, 'sync refused');
         return { status };
       }
+      if (outcome === 'node-missing') {
+        // Not retried: the Node watch syncs the key when its Node appears (and the relist and
+        // the periodic resync if that event is missed). A retry would hold back, behind its
+        // backoff, the follow-up sync of any news that arrived while this one ran.
+        log.info({ err: errorMessage(error) }, 'node missing, waiting for it');
+        return { status };
+      }
       if (error instanceof RemovalPendingError) {
         log.debug({ withdrawInMs: error.retryAfterMs }, 'removal pending');
       } else {
@@ -333,10 +341,13 @@ function summaries(plan: SyncPlan): PoolSummary[] {
 
 /** A 409, or a 404 of a write (deletes treat 404 as done): the slices changed since read. */
 function isStale(error: unknown): boolean {
-  return (
-    (error instanceof TransientError && error.code === 'conflict') ||
-    (error instanceof TerminalError && error.code === 'not-found')
-  );
+  switch (kubeErrorCode(error)) {
+    case 'conflict':
+    case 'not-found':
+      return true;
+    default:
+      return false;
+  }
 }
 
 function asTransient(error: unknown): TransientError {

@@ -1,16 +1,26 @@
+import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
+import {
+  MAINTENANCE_QUEUE_NAME,
+  keyId,
+  queuePrefix,
+  syncStatusSchema,
+} from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, Pool, SliceKey, SyncStatus } from '@slicekeeper/contracts';
+import { TerminalError } from '@slicekeeper/errors';
 import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
 import { RegistrationStore, SyncRecords } from '@slicekeeper/state';
-import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
+import { RedisServer, uniquePrefix, useRedisServer, waitFor } from '@slicekeeper/testing';
 import { Maintenance } from './maintenance';
-import { SliceSyncer } from './slice-syncer';
+import type { Reconciled, SyncContext } from './reconciler';
+import { SyncWorker } from './sync-worker';
+import type { MaintenanceScheduleOptions, SyncWorkerOptions } from './sync-worker';
 import { ClusterTriggers } from './cluster-triggers';
 import { Reconciler } from './reconciler';
 import { SyncerMetrics } from './syncer-metrics';
@@ -51,19 +61,20 @@ class Harness {
   readonly registrations: RegistrationStore;
   readonly queue: SyncQueue;
   readonly metrics: SyncerMetrics;
-  readonly syncer: SliceSyncer;
+  readonly syncer: SyncWorker;
   readonly api: KubeSliceClient;
   readonly cluster: ClusterCache;
   private readonly transport: KubeTransport;
-  private readonly workerConnection: Redis;
+  private readonly reconciler: Reconciler;
+  private readonly connections: Redis[] = [];
+  private readonly replicas: SyncWorker[] = [];
   generation = 0;
 
   constructor(
-    redisUrl: string,
+    private readonly redisUrl: string,
     readonly kube: RunningKubeEmulator,
   ) {
-    this.redis = createRedisConnection({ url: redisUrl });
-    this.workerConnection = createRedisConnection({ url: redisUrl });
+    this.redis = this.connection();
     this.registrations = new RegistrationStore({ redis: this.redis, prefix: this.prefix });
     this.queue = new SyncQueue({ connection: this.redis, prefix: this.prefix });
     this.metrics = new SyncerMetrics(createMetricsRegistry('test'));
@@ -81,26 +92,45 @@ class Harness {
       onForeignChange: triggers.onForeignChange,
       onNode: triggers.onNode,
     });
-    const reconciler = new Reconciler({
+    this.reconciler = new Reconciler({
       records: new SyncRecords({ redis: this.redis, prefix: this.prefix }),
       cluster: this.cluster,
       api,
       logger,
       metrics: this.metrics,
     });
-    this.syncer = new SliceSyncer({
-      connection: this.workerConnection,
-      prefix: this.prefix,
-      reconciler,
-      logger,
-      backoff: { baseMs: 5, capMs: 50, nodeMissingMs: 60_000 },
-    });
+    this.syncer = this.newReplica();
   }
 
   /** The cache's first list, then the worker: as the service starts. */
   async start(): Promise<void> {
     await this.cluster.start();
-    this.syncer.start();
+    await this.syncer.start();
+  }
+
+  /** Starts another replica of the syncer, sharing this one's caches, e.g. to run maintenance. */
+  async replica(maintenance: Omit<MaintenanceScheduleOptions, 'connection'>): Promise<SyncWorker> {
+    const replica = this.newReplica({ ...maintenance, connection: this.connection() });
+    this.replicas.push(replica);
+    await replica.start();
+    return replica;
+  }
+
+  private newReplica(maintenance?: MaintenanceScheduleOptions): SyncWorker {
+    return new SyncWorker({
+      connection: this.connection(),
+      prefix: this.prefix,
+      reconciler: this.reconciler,
+      logger,
+      backoff: { baseMs: 5, capMs: 50 },
+      ...(maintenance === undefined ? {} : { maintenance }),
+    });
+  }
+
+  private connection(): Redis {
+    const connection = createRedisConnection({ url: this.redisUrl });
+    this.connections.push(connection);
+    return connection;
   }
 
   /** What the plugin-watcher does with a driver message: store the snapshot, enqueue. */
@@ -151,13 +181,12 @@ class Harness {
   }
 
   async close(): Promise<void> {
-    await this.syncer.close();
+    await Promise.all([this.syncer.close(), ...this.replicas.map((r) => r.close())]);
     await this.queue.close();
     await this.cluster.close();
     await this.api.close();
     this.transport.close();
-    this.redis.disconnect();
-    this.workerConnection.disconnect();
+    for (const connection of this.connections) connection.disconnect();
   }
 }
 
@@ -191,7 +220,7 @@ function writes(kube: RunningKubeEmulator): number {
   );
 }
 
-describe('slice-syncer', () => {
+describe('sync worker, against the emulator', () => {
   let redisServer: RedisServer;
   let kube: RunningKubeEmulator;
   let harness: Harness;
@@ -383,15 +412,18 @@ describe('slice-syncer', () => {
     expect(kube.emulator.count({ verb: 'list', resource: 'resourceslices' })).toBeGreaterThan(0);
   });
 
-  it('parks a key whose Node is missing, and publishes as soon as news arrives', async () => {
+  it('parks a key whose Node is missing, and publishes as soon as the Node appears', async () => {
     const gpuB = { node: 'node-b', driver: 'gpu.example.com' };
     await harness.publish(gpuB, { pools: [{ ...gpus(1), name: 'node-b' }] });
     await waitFor(async () => (await harness.status(gpuB))?.outcome === 'node-missing', {
       description: 'node-missing',
     });
-    // Parked for about a minute (the harness' park delay), not retried in a hot loop.
-    const [parked] = await harness.queue.queue.getDelayed();
-    expect(parked?.delay).toBeGreaterThanOrEqual(30_000);
+    // Parked: no job retries it (no hot loop, no backoff that would hold back news).
+    await waitFor(
+      async () =>
+        (await harness.queue.queue.getJobCountByTypes('active', 'waiting', 'delayed')) === 0,
+      { description: 'no job left for the parked key' },
+    );
 
     // The Node joins: the watch sees it and the parked key is published at once, without
     // waiting out its park and without news from the driver.
@@ -415,12 +447,9 @@ describe('slice-syncer', () => {
   describe('maintenance', () => {
     let clock: number;
     let maintenance: Maintenance;
-    let connection: Redis;
     beforeEach(() => {
       clock = Date.parse('2026-11-21T12:00:00Z');
-      connection = createRedisConnection({ url: redisServer.url });
       maintenance = new Maintenance({
-        connection,
         redis: harness.redis,
         prefix: harness.prefix,
         cluster: harness.cluster,
@@ -432,10 +461,6 @@ describe('slice-syncer', () => {
         random: () => 0.5,
       });
     });
-    afterEach(async () => {
-      await maintenance.close();
-      connection.disconnect();
-    });
 
     it('withdraws a removed key promptly even when its sync job was lost', async () => {
       await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
@@ -445,6 +470,29 @@ describe('slice-syncer', () => {
         description: 'withdrawal',
       });
       expect(await maintenance.janitor()).toEqual({ removed: 0, orphans: 0 });
+    });
+
+    it('runs the janitor on its schedule on a replica, withdrawing a key whose sync job was lost', async () => {
+      await harness.settled(gpuA, await harness.publish(gpuA, { pools: [gpus(2)] }));
+      await harness.registrations.remove(gpuA); // the API's job never made it
+      const janitorRuns: { removed: number; orphans: number }[] = [];
+      await harness.replica({
+        jobs: {
+          // Only the janitor: a resync would withdraw the key as well.
+          resyncIntervalMs: maintenance.resyncIntervalMs,
+          resync: () => Promise.resolve(0),
+          janitor: async () => {
+            const run = await maintenance.janitor();
+            janitorRuns.push(run);
+            return run;
+          },
+        },
+        janitorIntervalMs: 100,
+      });
+      await waitFor(async () => (await slicesOf(kube, gpuA)).length === 0, {
+        description: 'withdrawal',
+      });
+      expect(janitorRuns).toContainEqual({ removed: 1, orphans: 0 });
     });
 
     it('keeps slices of unknown keys for the orphan grace period, then deletes them', async () => {
@@ -544,5 +592,158 @@ describe('slice-syncer', () => {
         delayed.map((job) => `${job.data.node}/${job.data.reason}/${job.delay}`).sort(),
       ).toEqual(['node-a/resync/300000', 'node-b/resync/300000', 'node-c/resync/300000']);
     });
+  });
+});
+
+/** A logger whose lines are parsed into `lines`. */
+function capturedLogger() {
+  const lines: { level: number; msg: string; err?: string }[] = [];
+  const destination = new Writable({
+    write: (chunk: Buffer, _encoding, callback) => {
+      lines.push(JSON.parse(chunk.toString()) as { level: number; msg: string });
+      callback();
+    },
+  });
+  return { lines, logger: createLogger({ service: 'test', level: 'debug', destination }) };
+}
+
+/** What BullMQ does with a job, whatever the reconciler does; no API server involved. */
+describe('sync worker, job outcomes and schedules', () => {
+  const redis = useRedisServer();
+  const key = { node: 'node-a', driver: 'gpu.example.com' };
+  let prefix: string;
+  let queue: SyncQueue;
+  let closers: (() => Promise<void> | void)[];
+
+  beforeEach(() => {
+    prefix = uniquePrefix('worker');
+    queue = new SyncQueue({ connection: redis.redis, prefix });
+    closers = [() => queue.close()];
+  });
+  afterEach(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  function connection(): Redis {
+    const opened = createRedisConnection({ url: redis.server.url });
+    closers.push(() => {
+      opened.disconnect();
+    });
+    return opened;
+  }
+
+  async function startWorker(
+    options: Pick<SyncWorkerOptions, 'reconciler'> & Partial<SyncWorkerOptions>,
+  ): Promise<SyncWorker> {
+    const worker = new SyncWorker({
+      connection: connection(),
+      prefix,
+      logger,
+      backoff: { baseMs: 5, capMs: 20 },
+      ...options,
+    });
+    closers.push(() => worker.close());
+    await worker.start();
+    return worker;
+  }
+
+  function reconciler(
+    outcome: (context: SyncContext) => Promise<Reconciled>,
+  ): SyncWorkerOptions['reconciler'] {
+    return { reconcile: (_key, context) => outcome(context) };
+  }
+
+  const busy = () => queue.queue.getJobCountByTypes('active', 'waiting', 'delayed');
+
+  it('fails a job without retrying when a terminal error escapes the reconciler, and logs it once', async () => {
+    const { lines, logger: captured } = capturedLogger();
+    const attempts: number[] = [];
+    await startWorker({
+      logger: captured,
+      reconciler: reconciler(({ attempt }) => {
+        attempts.push(attempt);
+        return Promise.reject(
+          new TerminalError('corrupt snapshot of node-a/gpu.example.com', { code: 'corrupt' }),
+        );
+      }),
+    });
+    await queue.enqueue(key, 'snapshot');
+
+    const [failed] = await waitFor(
+      async () => {
+        const jobs = await queue.queue.getFailed();
+        return jobs.length > 0 && (await busy()) === 0 ? jobs : undefined;
+      },
+      { description: 'the job failed' },
+    );
+    expect(failed?.failedReason).toBe('corrupt snapshot of node-a/gpu.example.com');
+    expect(attempts).toEqual([1]);
+    expect(lines.filter((line) => line.level >= 40).map((line) => [line.msg, line.err])).toEqual([
+      ['sync failed', 'corrupt snapshot of node-a/gpu.example.com'],
+    ]);
+  });
+
+  it('retries with backoff when a transient error escapes the reconciler', async () => {
+    const attempts: number[] = [];
+    await startWorker({
+      reconciler: reconciler(({ attempt }) => {
+        attempts.push(attempt);
+        return attempts.length < 3
+          ? Promise.reject(new Error('connection reset'))
+          : Promise.resolve({});
+      }),
+    });
+    await queue.enqueue(key, 'snapshot');
+
+    await waitFor(async () => attempts.length === 3 && (await busy()) === 0, {
+      description: 'the third attempt done',
+    });
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(await queue.queue.getFailedCount()).toBe(0);
+  });
+
+  it('runs the resync and the janitor on schedulers of their own queue, created again when Redis comes back empty', async () => {
+    const runs = { resync: 0, janitor: 0 };
+    await startWorker({
+      reconciler: reconciler(() => Promise.resolve({})),
+      maintenance: {
+        connection: connection(),
+        jobs: {
+          resyncIntervalMs: 600_000,
+          resync: () => {
+            runs.resync++;
+            return Promise.resolve(0);
+          },
+          janitor: () => {
+            runs.janitor++;
+            return Promise.resolve({ removed: 0, orphans: 0 });
+          },
+        },
+        janitorIntervalMs: 60_000,
+      },
+    });
+    const maintenanceQueue = new Queue(MAINTENANCE_QUEUE_NAME, {
+      connection: redis.redis,
+      prefix: queuePrefix(prefix),
+    });
+    closers.push(() => maintenanceQueue.close());
+    const schedules = async () =>
+      (await maintenanceQueue.getJobSchedulers())
+        .map((scheduler) => `${scheduler.key}/${String(scheduler.every)}`)
+        .sort();
+
+    // A scheduler with `every` runs its first job at once.
+    await waitFor(() => runs.resync === 1 && runs.janitor === 1, {
+      description: 'the first runs',
+    });
+    expect(await schedules()).toEqual(['janitor/60000', 'resync/600000']);
+    // Nothing of it in the sync queue: its gauges and idle checks see syncs only.
+    expect(await queue.queue.getJobCountByTypes('active', 'waiting', 'delayed', 'failed')).toBe(0);
+
+    await redis.server.restart({ empty: true });
+    await waitFor(() => runs.resync === 2 && runs.janitor === 2, {
+      description: 'the runs of the re-created schedulers',
+    });
+    expect(await schedules()).toEqual(['janitor/60000', 'resync/600000']);
   });
 });

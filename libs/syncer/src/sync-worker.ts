@@ -1,0 +1,271 @@
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { Gauge } from 'prom-client';
+import type { Registry } from 'prom-client';
+import {
+  MAINTENANCE_QUEUE_NAME,
+  SYNC_QUEUE_NAME,
+  maintenanceJobs,
+  queuePrefix,
+  syncJobSchema,
+} from '@slicekeeper/contracts';
+import type { MaintenanceJob, SyncJob } from '@slicekeeper/contracts';
+import { errorMessage, isTerminal } from '@slicekeeper/errors';
+import { retryDelayMs } from './backoff';
+import type { BackoffPolicy } from './backoff';
+import type { Maintenance } from './maintenance';
+import type { Reconciler } from './reconciler';
+
+/** The periodic work a replica takes part in, see {@link SyncWorkerOptions.maintenance}. */
+export interface MaintenanceScheduleOptions {
+  /**
+   * A dedicated connection for the maintenance queue and its worker. When it is ready again
+   * after Redis restarted (perhaps empty), the schedulers are created again.
+   */
+  connection: Redis;
+  /** What the jobs run. The resync is scheduled every `resyncIntervalMs`, the interval it spreads over. */
+  jobs: Pick<Maintenance, 'resync' | 'janitor' | 'resyncIntervalMs'>;
+  /** How often the janitor looks for slices of removed or unknown keys, ms. @defaultValue 60000 */
+  janitorIntervalMs?: number;
+}
+
+export interface SyncWorkerOptions {
+  /** A dedicated connection: the worker blocks on it while waiting for jobs. */
+  connection: Redis;
+  /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
+  prefix?: string;
+  reconciler: Pick<Reconciler, 'reconcile'>;
+  logger: Logger;
+  /** Keys synced at once by this replica. @defaultValue 8 */
+  concurrency?: number;
+  /**
+   * How long a job's lock lasts without renewal, ms. A replica that dies (SIGKILL) holds its jobs
+   * this long at most before another replica takes them over. @defaultValue 5000
+   */
+  lockDurationMs?: number;
+  /** How often stalled jobs (of dead replicas) are looked for, ms. @defaultValue 2000 */
+  stalledIntervalMs?: number;
+  /** Registers the sync queue's gauges (jobs by state, oldest waiting job) when given. */
+  registry?: Registry;
+  /** Injected for tests. @defaultValue Math.random */
+  random?: () => number;
+  backoff?: BackoffPolicy;
+  /**
+   * The resync and the janitor, run by job schedulers on a queue of their own (a scheduler's
+   * always-delayed job in the sync queue would count in its gauges and in every "queue idle"
+   * check). Every replica takes part; each run happens on one. Without it this replica only syncs.
+   */
+  maintenance?: MaintenanceScheduleOptions;
+}
+
+/** Kept in the failed set: few, for looking at what went wrong. */
+const MAINTENANCE_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 10 };
+
+/**
+ * Everything BullMQ in the slice-syncer: the worker of the sync queue (one replica of the
+ * syncer) and the job schedulers and worker of the maintenance queue.
+ *
+ * A sync's outcome decides what BullMQ does with its job: a transient failure is retried with
+ * full-jitter backoff for ever (a key is never left stale); a 429 pauses the whole queue, across
+ * replicas, for the server's Retry-After; a terminal error fails the job without a retry; a job
+ * of a dead replica is taken over after the lock duration.
+ */
+export class SyncWorker {
+  private readonly worker: Worker<SyncJob>;
+  private readonly queue: Queue<SyncJob>;
+  private readonly maintenance:
+    | { queue: Queue; worker: Worker; options: MaintenanceScheduleOptions }
+    | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: SyncWorkerOptions) {
+    const { logger } = options;
+    const prefix = queuePrefix(options.prefix ?? 'sk');
+    const random = options.random ?? Math.random;
+    this.queue = new Queue<SyncJob>(SYNC_QUEUE_NAME, { connection: options.connection, prefix });
+    this.worker = new Worker<SyncJob>(SYNC_QUEUE_NAME, (job) => this.sync(job), {
+      connection: options.connection,
+      prefix,
+      autorun: false,
+      concurrency: options.concurrency ?? 8,
+      lockDuration: options.lockDurationMs ?? 5000,
+      stalledInterval: options.stalledIntervalMs ?? 2000,
+      // A stalled job is one whose replica died: run it again, however often that happens.
+      maxStalledCount: Number.MAX_SAFE_INTEGER,
+      settings: {
+        backoffStrategy: (attemptsMade, _type, error) =>
+          retryDelayMs(attemptsMade, error, random, options.backoff),
+      },
+    });
+    this.worker.on('error', (error) => {
+      logger.error({ err: errorMessage(error) }, 'worker error');
+    });
+
+    if (options.maintenance !== undefined) {
+      const { connection } = options.maintenance;
+      const worker = new Worker(MAINTENANCE_QUEUE_NAME, (job: Job) => this.maintain(job), {
+        connection,
+        prefix,
+        autorun: false,
+        concurrency: 1,
+      });
+      worker.on('error', (error) => {
+        logger.error({ err: errorMessage(error) }, 'maintenance worker error');
+      });
+      // Not retried: the next run does the same work.
+      worker.on('failed', (job, error) => {
+        logger.warn({ job: job?.name, err: errorMessage(error) }, 'maintenance run failed');
+      });
+      this.maintenance = {
+        queue: new Queue(MAINTENANCE_QUEUE_NAME, { connection, prefix }),
+        worker,
+        options: options.maintenance,
+      };
+    }
+    if (options.registry !== undefined) this.registerGauges(options.registry);
+  }
+
+  /**
+   * Starts taking sync jobs, creates the maintenance schedulers and starts taking their jobs.
+   * The schedulers live in Redis: when Redis comes back after a restart (perhaps empty), they
+   * are created again, or the janitor and the resync would stop until a replica restarts.
+   */
+  async start(): Promise<void> {
+    this.run(this.worker, 'worker stopped');
+    if (this.maintenance === undefined) return;
+    await this.upsertSchedulers();
+    this.maintenance.options.connection.on('ready', this.onRedisReady);
+    this.run(this.maintenance.worker, 'maintenance worker stopped');
+  }
+
+  /** Stops taking jobs, waits for the running ones, and closes. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.maintenance?.options.connection.off('ready', this.onRedisReady);
+      await Promise.all([this.worker.close(), this.maintenance?.worker.close()]);
+      await Promise.all([this.queue.close(), this.maintenance?.queue.close()]);
+    })();
+    return this.closing;
+  }
+
+  private run(worker: Worker, stopped: string): void {
+    void worker.run().catch((error: unknown) => {
+      this.options.logger.error({ err: errorMessage(error) }, stopped);
+    });
+  }
+
+  private async sync(job: Job<SyncJob>): Promise<void> {
+    const { logger } = this.options;
+    const parsed = syncJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      // Retrying a job that breaks the contract cannot help; the resync covers its key if any.
+      logger.error({ jobId: job.id, err: parsed.error.message }, 'malformed job dropped');
+      return;
+    }
+    const { node, driver, reason } = parsed.data;
+    const jobId = job.id ?? `${node}/${driver}`;
+    const attempt = job.attemptsMade + 1;
+    let reconciled;
+    try {
+      reconciled = await this.options.reconciler.reconcile(
+        { node, driver },
+        { jobId, attempt, reason },
+      );
+    } catch (error) {
+      // The reconciler records what it can classify; this is what escaped it.
+      if (isTerminal(error)) {
+        logger.error({ node, driver, jobId, attempt, err: errorMessage(error) }, 'sync failed');
+        throw new UnrecoverableError(errorMessage(error));
+      }
+      logger.warn(
+        { node, driver, jobId, attempt, err: errorMessage(error) },
+        'sync error, will retry',
+      );
+      // BullMQ retries it with `retryDelayMs`'s backoff.
+      throw error;
+    }
+    const { retry } = reconciled;
+    if (retry === undefined) return;
+    if (retry.code === 'throttled' && retry.retryAfterMs !== undefined) {
+      // The API server asked everyone to slow down: pause the queue for all replicas.
+      await this.queue.rateLimit(retry.retryAfterMs);
+      throw Worker.RateLimitError();
+    }
+    throw retry;
+  }
+
+  private async maintain(job: Job): Promise<void> {
+    const jobs = this.options.maintenance?.jobs;
+    if (jobs === undefined || !isMaintenanceJob(job.name)) {
+      throw new UnrecoverableError(`unknown maintenance job "${job.name}"`);
+    }
+    if (job.name === 'resync') await jobs.resync();
+    else await jobs.janitor();
+  }
+
+  private readonly onRedisReady = (): void => {
+    this.upsertSchedulers().then(
+      () => {
+        this.options.logger.info('redis reconnected, maintenance schedules ensured');
+      },
+      (error: unknown) => {
+        this.options.logger.error(
+          { err: errorMessage(error) },
+          'could not re-create the maintenance schedules after Redis reconnected',
+        );
+      },
+    );
+  };
+
+  /** Creates or updates the schedulers; every replica does, BullMQ keeps one of each. */
+  private async upsertSchedulers(): Promise<void> {
+    if (this.maintenance === undefined) return;
+    const { queue, options } = this.maintenance;
+    const every: Record<MaintenanceJob, number> = {
+      resync: options.jobs.resyncIntervalMs,
+      janitor: options.janitorIntervalMs ?? 60_000,
+    };
+    for (const name of maintenanceJobs) {
+      await queue.upsertJobScheduler(
+        name,
+        { every: every[name] },
+        { name, opts: MAINTENANCE_JOB_OPTIONS },
+      );
+    }
+  }
+
+  private registerGauges(registry: Registry): void {
+    const queue = this.queue;
+    new Gauge({
+      name: 'slicekeeper_queue_jobs',
+      help: 'Sync jobs by state.',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const counts = await queue.getJobCounts(
+          'waiting',
+          'active',
+          'delayed',
+          'failed',
+          'prioritized',
+        );
+        for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+      },
+    });
+    new Gauge({
+      name: 'slicekeeper_queue_oldest_waiting_seconds',
+      help: 'Age of the oldest waiting sync job. Alert when it keeps growing: syncers fall behind.',
+      registers: [registry],
+      async collect() {
+        const [oldest] = await queue.getWaiting(0, 0);
+        this.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest.timestamp) / 1000));
+      },
+    });
+  }
+}
+
+function isMaintenanceJob(name: string): name is MaintenanceJob {
+  return (maintenanceJobs as readonly string[]).includes(name);
+}
