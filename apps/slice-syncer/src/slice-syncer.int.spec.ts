@@ -11,6 +11,7 @@ import { SyncQueue } from '@slicekeeper/queue';
 import { RegistrationStore } from '@slicekeeper/state';
 import {
   RedisServer,
+  freePort,
   ServiceProcess,
   readMetric,
   uniquePrefix,
@@ -82,13 +83,13 @@ describe('slice-syncer processes', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function startReplica(prefix: string): SyncerProcess {
+  function startReplica(prefix: string, probePort = 0): SyncerProcess {
     const replica = new SyncerProcess({
       REDIS_URL: redisServer.url,
       REDIS_PREFIX: prefix,
       KUBECONFIG: join(dir, 'kubeconfig'),
       PROBE_HOST: '127.0.0.1',
-      PROBE_PORT: '0',
+      PROBE_PORT: String(probePort),
       SYNC_LOCK_DURATION: '2s',
       SYNC_STALLED_INTERVAL: '1s',
       SYNC_WRITE_RATE: '1000',
@@ -146,6 +147,23 @@ describe('slice-syncer processes', () => {
     const res = await fetch(`${kube.url}/apis/resource.k8s.io/v1/resourceslices`);
     return ((await res.json()) as { items: ListedSlice[] }).items;
   }
+
+  it('is not ready until its cache of the cluster has its first list', async () => {
+    kube.emulator.addLatency({ verb: 'list', resource: 'resourceslices', ms: 3_000, times: 1 });
+    const port = await freePort();
+    const replica = startReplica(uniquePrefix('ready'), port);
+    const readyz = async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
+      return res === undefined ? undefined : { status: res.status, body: await res.text() };
+    };
+    const early = await waitFor(readyz, { description: 'the probe server answering' });
+    expect(early).toMatchObject({
+      status: 503,
+      body: expect.stringMatching(/^cluster-cache: /m) as unknown,
+    });
+    await replica.started();
+    expect(await readyz()).toMatchObject({ status: 200 });
+  });
 
   it('two replicas never sync one key at once, and the last of 1,000 changes wins', async () => {
     const prefix = uniquePrefix('two');
