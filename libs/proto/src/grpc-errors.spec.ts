@@ -1,5 +1,6 @@
 import { status } from '@grpc/grpc-js';
-import { rejectedMessageProblem } from './grpc-errors';
+import { TransientError } from '@slicekeeper/errors';
+import { classifyGrpcError, grpcErrorCode, rejectedMessageProblem } from './grpc-errors';
 
 describe('rejectedMessageProblem', () => {
   const cases: [
@@ -45,5 +46,17 @@ describe('rejectedMessageProblem', () => {
     expect(rejectedMessageProblem(new Error('Received message larger than max (2 vs 1)'))).toBe(
       undefined,
     );
+  });
+});
+
+describe('grpcErrorCode', () => {
+  it('gives the typed code of a classified gRPC error, and nothing for other errors', () => {
+    const unavailable = Object.assign(new Error('down'), { code: status.UNAVAILABLE });
+    expect(grpcErrorCode(classifyGrpcError(unavailable, 'dial'))).toBe('unavailable');
+    const unimplemented = Object.assign(new Error('no'), { code: status.UNIMPLEMENTED });
+    expect(grpcErrorCode(classifyGrpcError(unimplemented, 'watch'))).toBe('unimplemented');
+    expect(grpcErrorCode(classifyGrpcError(new Error('boom'), 'watch'))).toBe('error');
+    expect(grpcErrorCode(new TransientError('x', { code: 'conflict' }))).toBeUndefined();
+    expect(grpcErrorCode(new Error('plain'))).toBeUndefined();
   });
 });

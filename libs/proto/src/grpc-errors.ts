@@ -1,6 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { TerminalError, TransientError, errorMessage } from '@slicekeeper/errors';
-import type { SlicekeeperError } from '@slicekeeper/errors';
+import { SlicekeeperError, TerminalError, TransientError, errorMessage } from '@slicekeeper/errors';
 
 /** Codes after which trying again later can succeed. */
 const TRANSIENT_CODES = new Set<number>([
@@ -23,13 +22,35 @@ export function grpcStatusCode(error: unknown): number | undefined {
 }
 
 /**
+ * The `code` of a classified gRPC error: the status name in lower case (`unavailable`,
+ * `unimplemented`, …), or `error` for a failure without a gRPC status. Callers branch on it
+ * through {@link grpcErrorCode}, never on strings.
+ */
+export type GrpcErrorCode = Lowercase<Exclude<keyof typeof status, number>> | 'error';
+
+const GRPC_ERROR_CODES: ReadonlySet<string> = new Set<string>([
+  'error',
+  ...Object.keys(status)
+    .filter((name) => Number.isNaN(Number(name)))
+    .map((name) => name.toLowerCase()),
+]);
+
+/** The code of an error `classifyGrpcError` made, typed for a `switch`; undefined otherwise. */
+export function grpcErrorCode(error: unknown): GrpcErrorCode | undefined {
+  return error instanceof SlicekeeperError && GRPC_ERROR_CODES.has(error.code)
+    ? (error.code as GrpcErrorCode)
+    : undefined;
+}
+
+/**
  * The one place gRPC errors are classified. Unimplemented is terminal with code
  * `unimplemented` (the plugin does not serve that API); other client-side faults are terminal;
  * availability problems are transient.
  */
 export function classifyGrpcError(error: unknown, context: string): SlicekeeperError {
   const code = grpcStatusCode(error);
-  const name = code === undefined ? 'error' : (status[code] ?? String(code)).toLowerCase();
+  const name: GrpcErrorCode =
+    code === undefined ? 'error' : ((status[code]?.toLowerCase() ?? 'unknown') as GrpcErrorCode);
   const details =
     typeof error === 'object' &&
     error !== null &&
@@ -40,7 +61,7 @@ export function classifyGrpcError(error: unknown, context: string): SlicekeeperE
       : errorMessage(error);
   const message = `${context}: ${details}`;
   if (code === status.UNIMPLEMENTED)
-    return new TerminalError(message, { code: 'unimplemented', cause: error });
+    return new TerminalError(message, { code: name, cause: error });
   if (code === undefined || TRANSIENT_CODES.has(code)) {
     return new TransientError(message, { code: name, cause: error });
   }

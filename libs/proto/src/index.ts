@@ -9,4 +9,10 @@ export { fromDriverInventory, mapDriverResources, toDriverInventory } from './in
 export type { InventoryMapping, ToInventoryOptions } from './inventory-mapper';
 export { grpcTarget, parseEndpoint } from './endpoint';
 export type { PluginEndpoint } from './endpoint';
-export { classifyGrpcError, grpcStatusCode, rejectedMessageProblem } from './grpc-errors';
+export {
+  classifyGrpcError,
+  grpcErrorCode,
+  grpcStatusCode,
+  rejectedMessageProblem,
+} from './grpc-errors';
+export type { GrpcErrorCode } from './grpc-errors';

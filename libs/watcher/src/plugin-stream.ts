@@ -2,6 +2,7 @@ import type { DriverInventory, Registration, StreamStateName } from '@slicekeepe
 import { errorMessage } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
+import { grpcErrorCode } from '@slicekeeper/proto';
 import { Backoff } from '@slicekeeper/runtime';
 import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
 import type { InventoryStream, MessageRejection, PublisherConnector } from './publisher-connector';
@@ -188,7 +189,7 @@ export class PluginStream {
   private onError(error: SlicekeeperError): void {
     this.failure = errorMessage(error);
     this.rejection = undefined;
-    if (error.code === 'unimplemented') {
+    if (grpcErrorCode(error) === 'unimplemented') {
       this.options.logger.warn({ err: this.failure }, 'plugin does not publish (Unimplemented)');
       this.setState('unimplemented');
       return;
