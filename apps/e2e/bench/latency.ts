@@ -10,7 +10,7 @@ import { keyId } from '@slicekeeper/contracts';
 import type { EmulatorClient, InProcessDriver, ResourceSlice } from '../src/harness';
 import { gpuInventory } from '../src/harness';
 import { round, summarize } from './stats';
-import { apiCalls, callsSince, cpuSeconds, cpuSince } from './support';
+import { apiCalls, callsSince, cpuSeconds, cpuSince, settledSyncs, syncsRun } from './support';
 import type { ApiCalls } from './support';
 
 export interface WatchEvent {
@@ -133,6 +133,8 @@ export interface LatencyResult {
   writesPerChange: number;
   /** Every API call while sending and draining. */
   api: ApiCalls;
+  /** Syncs the syncer ran while sending and draining (changes to one key coalesce). */
+  syncs: number;
   /** Seconds of sending and draining. */
   wallSeconds: number;
   /** CPU seconds per process while sending and draining. */
@@ -147,6 +149,8 @@ export interface LatencyOptions {
   revs: Map<string, number>;
   rate: number;
   seconds: number;
+  /** The syncer replicas' /metrics. */
+  syncerMetrics: readonly string[];
   /** How long to wait for the last changes after sending. @defaultValue 15000 */
   drainMs?: number;
   /**
@@ -216,6 +220,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
     latencies.push(at - sent);
   };
   const before = await apiCalls(options.emulator);
+  const syncsBefore = await syncsRun(options.syncerMetrics);
   const cpuBefore = await cpuSeconds();
   const total = Math.round(rate * seconds);
   const start = performance.now();
@@ -227,7 +232,9 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
     const converged = await converge(options, ids, drainMs);
     // The last updates of a change may still be on their way (e.g. a status write).
     await sleep(200);
+    const wallSeconds = (performance.now() - start) / 1000;
     const cpu = cpuSince(cpuBefore, await cpuSeconds());
+    const syncs = (await settledSyncs(options.syncerMetrics)) - syncsBefore;
     const calls = callsSince(before, await apiCalls(options.emulator));
     const summary = summarize(latencies);
     return {
@@ -243,7 +250,8 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
       readsPerChange: round(calls.reads / total, 3),
       writesPerChange: round(calls.writes / total, 3),
       api: calls,
-      wallSeconds: round((performance.now() - start) / 1000, 2),
+      syncs,
+      wallSeconds: round(wallSeconds, 2),
       cpuSeconds: cpu,
     };
   } finally {

@@ -11,7 +11,15 @@ import type { ResourceSlice, System } from '../src/harness';
 import { SliceWatch } from './latency';
 import type { WatchEvent } from './latency';
 import { summarize } from './stats';
-import { apiCalls, callsSince, cpuSeconds, cpuSince, progress } from './support';
+import {
+  apiCalls,
+  callsSince,
+  cpuSeconds,
+  cpuSince,
+  progress,
+  settledSyncs,
+  syncsRun,
+} from './support';
 import type { ApiCalls } from './support';
 
 export interface RepairResult {
@@ -25,6 +33,8 @@ export interface RepairResult {
   api: ApiCalls;
   /** Slice writes by slicekeeper: `api.writes` minus the bench's deletes. */
   syncerWrites: number;
+  /** Syncs the syncer ran meanwhile. */
+  syncs: number;
   wallSeconds: number;
   /** CPU seconds per process while deleting and repairing. */
   cpuSeconds: Record<string, number>;
@@ -35,6 +45,8 @@ export interface RepairOptions {
   /** The published keys; `deletes` of them, spread over the set, each lose one slice. */
   keys: readonly SliceKey[];
   deletes: number;
+  /** The syncer replicas' /metrics. */
+  syncerMetrics: readonly string[];
   /** How long one repair may take before the bench fails, ms. @defaultValue 30000 */
   timeoutMs?: number;
 }
@@ -63,6 +75,7 @@ export async function measureRepair(options: RepairOptions): Promise<RepairResul
   const watch = await SliceWatch.open(system.emulator.url);
   try {
     const before = await apiCalls(system.emulator);
+    const syncsBefore = await syncsRun(options.syncerMetrics);
     const cpuBefore = await cpuSeconds();
     const start = performance.now();
     const samples: number[] = [];
@@ -72,6 +85,7 @@ export async function measureRepair(options: RepairOptions): Promise<RepairResul
     }
     const wallSeconds = (performance.now() - start) / 1000;
     const cpu = cpuSince(cpuBefore, await cpuSeconds());
+    const syncs = (await settledSyncs(options.syncerMetrics)) - syncsBefore;
     const calls = callsSince(before, await apiCalls(system.emulator));
     const summary = summarize(samples);
     return {
@@ -81,6 +95,7 @@ export async function measureRepair(options: RepairOptions): Promise<RepairResul
       maxMs: summary.max,
       api: calls,
       syncerWrites: calls.writes - samples.length,
+      syncs,
       wallSeconds: Math.round(wallSeconds * 100) / 100,
       cpuSeconds: cpu,
     };

@@ -30,6 +30,8 @@ export interface BenchResults {
     platform: string;
     /** 1, 5 and 15 minute load averages when the run started (the machine may be shared). */
     loadAverage: number[];
+    /** The same when the run ended. */
+    loadAverageAtEnd?: number[];
   };
   settings: Record<string, unknown>;
   floor: FloorResult;
@@ -68,6 +70,8 @@ export interface ApiReadsRow {
   /** Watch requests opened (not reads). */
   watches: number;
   writes: number;
+  /** Syncs the syncers ran (`slicekeeper_syncs_total`); unset where not counted. */
+  syncs?: number;
 }
 
 const PLURALS: Record<ApiReadsRow['unit'], string> = {
@@ -83,8 +87,10 @@ function readsRow(
   unit: ApiReadsRow['unit'],
   count: number,
   api: ApiCalls,
+  syncs?: number,
 ): ApiReadsRow {
   return {
+    ...(syncs === undefined ? {} : { syncs }),
     phase,
     unit,
     count,
@@ -104,13 +110,17 @@ export function apiReadRows(
   memory: SyncerMemoryResult,
 ): ApiReadsRow[] {
   return [
-    ...latency.map((l) => readsRow(`latency ${l.rate}/s`, 'change', l.sent, l.api)),
-    ...sync.flatMap((run) => [
-      readsRow(`cold ×${run.replicas}`, 'publish', run.cold.keys, run.cold.api),
-      readsRow(`warm ×${run.replicas}`, 'resync', run.warm.keys, run.warm.api),
-      readsRow(`churn ×${run.replicas}`, 'change', run.churn.keys, run.churn.api),
-    ]),
-    readsRow('external-delete repair', 'external delete', repair.deletes, repair.api),
+    ...latency.map((l) => readsRow(`latency ${l.rate}/s`, 'change', l.sent, l.api, l.syncs)),
+    ...sync.flatMap((run) =>
+      [
+        ['cold', 'publish', run.cold] as const,
+        ['warm', 'resync', run.warm] as const,
+        ['churn', 'change', run.churn] as const,
+      ].map(([name, unit, p]) =>
+        readsRow(`${name} ×${run.replicas}`, unit, p.keys, p.api, p.syncs),
+      ),
+    ),
+    readsRow('external-delete repair', 'external delete', repair.deletes, repair.api, repair.syncs),
     readsRow('syncer restart (its first lists)', 'restart', 1, memory.startApi),
   ];
 }
@@ -198,7 +208,7 @@ export function markdown(results: BenchResults): string {
   const { floor, machine } = results;
   const sections = [
     `# slicekeeper system benchmark, ${results.date}`,
-    `${machine.cpus} × ${machine.model}, ${mib(machine.totalMemoryBytes)}, node ${machine.node}, load at start ${machine.loadAverage.join(' ')}; ${results.durationSeconds} s`,
+    `${machine.cpus} × ${machine.model}, ${mib(machine.totalMemoryBytes)}, node ${machine.node}, load at start ${machine.loadAverage.join(' ')}, at the end ${(machine.loadAverageAtEnd ?? []).join(' ')}; ${results.durationSeconds} s`,
     '## Floor (same Redis, same emulator process)',
     table(
       ['hop', 'samples', 'p50', 'p99', 'max'],
@@ -273,6 +283,7 @@ export function markdown(results: BenchResults): string {
         'reads per unit',
         'watch requests (not reads)',
         'slice writes',
+        'syncs run',
       ],
       results.apiReads.map((r) => [
         r.phase,
@@ -282,6 +293,7 @@ export function markdown(results: BenchResults): string {
         r.readsPerUnit,
         r.watches,
         r.writes,
+        r.syncs ?? '',
       ]),
     ),
     '## External-delete repair: DELETE answered → a slice of the pool seen again through a watch',

@@ -1,4 +1,7 @@
 import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { repoRoot } from '@slicekeeper/testing';
 import type { Redis } from 'ioredis';
 import { System } from '../src/harness';
 import type { EmulatorClient, SystemOptions } from '../src/harness';
@@ -48,6 +51,67 @@ export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
     watches: after.watches - before.watches,
     writes: after.writes - before.writes,
   };
+}
+
+/**
+ * The /metrics URLs of a System's slice-syncer replicas, from each one's last `started` line in
+ * `reports/e2e/<systemName>/<replica>.log` (the replicas listen on ports of their own choosing).
+ */
+export async function syncerMetricsUrls(systemName: string, system: System): Promise<string[]> {
+  return Promise.all(
+    system.syncers.map(async (syncer) => {
+      const log = await readFile(
+        join(repoRoot, 'reports', 'e2e', systemName, `${syncer}.log`),
+        'utf8',
+      );
+      let probes: string | undefined;
+      for (const line of log.split('\n')) {
+        if (!line.includes('"msg":"started"')) continue;
+        const entry = JSON.parse(line) as { probes?: unknown };
+        if (typeof entry.probes === 'string') probes = entry.probes;
+      }
+      if (probes === undefined) throw new Error(`${syncer} logged no probe URL`);
+      return `${probes}/metrics`;
+    }),
+  );
+}
+
+/**
+ * Syncs run so far by every replica (`slicekeeper_syncs_total`, all outcomes summed): more syncs
+ * than changes means syncs that found nothing to do.
+ */
+export async function syncsRun(metricsUrls: readonly string[]): Promise<number> {
+  let total = 0;
+  for (const url of metricsUrls) {
+    const text = await (await fetch(url, { signal: AbortSignal.timeout(10_000) })).text();
+    for (const line of text.split('\n')) {
+      if (line.startsWith('slicekeeper_syncs_total{')) total += Number(line.split(' ').at(-1));
+    }
+  }
+  return total;
+}
+
+/**
+ * Waits until the replicas' sync count has not moved for `quietMs` (the syncs a phase's last
+ * writes asked for through the watch have run), at most `timeoutMs`; returns the count.
+ */
+export async function settledSyncs(
+  metricsUrls: readonly string[],
+  quietMs = 500,
+  timeoutMs = 15_000,
+): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await syncsRun(metricsUrls);
+  let stableSince = Date.now();
+  while (Date.now() - stableSince < quietMs && Date.now() < deadline) {
+    await sleep(100);
+    const now = await syncsRun(metricsUrls);
+    if (now !== last) {
+      last = now;
+      stableSince = Date.now();
+    }
+  }
+  return last;
 }
 
 /** `used_memory` from Redis's `INFO memory`, bytes. */

@@ -22,6 +22,9 @@ import {
   cpuSince,
   progress,
   redisUsedMemory,
+  settledSyncs,
+  syncerMetricsUrls,
+  syncsRun,
   withSystem,
 } from './support';
 import type { ApiCalls } from './support';
@@ -41,6 +44,8 @@ export interface SyncPhaseResult {
   writesPerKey: number;
   /** Every API call during the phase (watch requests apart from reads). */
   api: ApiCalls;
+  /** Syncs run by every replica during the phase: more than `keys` is syncs with nothing to do. */
+  syncs: number;
   /** CPU seconds per process during the phase. */
   cpuSeconds: Record<string, number>;
 }
@@ -66,7 +71,11 @@ export interface SyncRunOptions {
   /** Runs once the system is up, before any Node or key exists (an empty cluster). */
   beforeNodes?: (system: System) => Promise<void>;
   /** Runs after the churn phase, every key published and synced. */
-  afterPhases?: (system: System, keys: readonly SliceKey[]) => Promise<void>;
+  afterPhases?: (
+    system: System,
+    keys: readonly SliceKey[],
+    syncerMetrics: readonly string[],
+  ) => Promise<void>;
 }
 
 /** 8 NICs, like `gpuInventory`'s 8 GPUs, with the same `rev` attribute. */
@@ -106,9 +115,10 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
   const keys = nodes
     .flatMap((node) => DRIVERS.map((driver) => ({ node, driver })))
     .slice(0, options.keys);
+  const name = `bench-sync-${options.replicas}`;
   return withSystem(
     {
-      name: `bench-sync-${options.replicas}`,
+      name,
       nodes: [],
       syncerReplicas: options.replicas,
       syncerEnv: {
@@ -126,6 +136,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
       // The bench plays the watcher's part, so that nothing but the syncers acts on the keys.
       await system.stopService('plugin-watcher');
       await options.beforeNodes?.(system);
+      const metrics = await syncerMetricsUrls(name, system);
       progress(`sync ×${options.replicas}: creating ${nodes.length} nodes…`);
       await system.emulator.createNodes(nodes, 32);
       const redis = createRedisConnection({ url: system.redis.url, connectionName: 'bench' });
@@ -135,14 +146,14 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
         progress(`sync ×${options.replicas}: registering ${keys.length} keys…`);
         await producer.register(keys);
         progress(`sync ×${options.replicas}: cold publish of ${keys.length} keys…`);
-        const cold = await phase(system, producer, 'cold', keys, 'snapshot');
+        const cold = await phase(system, metrics, producer, 'cold', keys, 'snapshot');
         const memoryAfter = await redisUsedMemory(redis);
         progress(`sync ×${options.replicas}: warm resync of ${keys.length} keys…`);
-        const warm = await phase(system, producer, 'warm', keys, 'resync');
+        const warm = await phase(system, metrics, producer, 'warm', keys, 'resync');
         const churned = keys.filter((_, i) => i % 10 === 0);
         progress(`sync ×${options.replicas}: 10% churn (${churned.length} keys)…`);
-        const churn = await phase(system, producer, 'churn', churned, 'snapshot');
-        await options.afterPhases?.(system, keys);
+        const churn = await phase(system, metrics, producer, 'churn', churned, 'snapshot');
+        await options.afterPhases?.(system, keys, metrics);
         return {
           replicas: options.replicas,
           concurrency: options.concurrency,
@@ -226,12 +237,14 @@ const VERSION = 'v1.ResourcePublisher';
  */
 async function phase(
   system: System,
+  syncerMetrics: readonly string[],
   producer: Producer,
   name: SyncPhaseResult['phase'],
   keys: readonly SliceKey[],
   reason: SyncReason,
 ): Promise<SyncPhaseResult> {
   const before = await apiCalls(system.emulator);
+  const syncsBefore = await syncsRun(syncerMetrics);
   const cpuBefore = await cpuSeconds();
   const startedAt = Date.now();
   await inParallel(keys, SEED_PARALLEL, async (key) => {
@@ -242,6 +255,8 @@ async function phase(
   await untilSynced(producer, keys, startedAt, `${name} phase`);
   const seconds = (Date.now() - startedAt) / 1000;
   const cpu = cpuSince(cpuBefore, await cpuSeconds());
+  // The syncs the phase's writes asked for through the watch count as the phase's.
+  const syncs = (await settledSyncs(syncerMetrics)) - syncsBefore;
   const calls = callsSince(before, await apiCalls(system.emulator));
   return {
     phase: name,
@@ -253,6 +268,7 @@ async function phase(
     readsPerKey: round(calls.reads / keys.length, 3),
     writesPerKey: round(calls.writes / keys.length, 3),
     api: calls,
+    syncs,
     cpuSeconds: cpu,
   };
 }

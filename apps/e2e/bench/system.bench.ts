@@ -21,6 +21,7 @@
  * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4", must include 1), BENCH_SECONDS per
  * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000).
  */
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { keyId } from '@slicekeeper/contracts';
 import { freePort } from '@slicekeeper/testing';
@@ -46,7 +47,7 @@ import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunResult } from './sync-throughput';
 import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
 import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
-import { closeSystemsOnSignal, progress, withSystem } from './support';
+import { closeSystemsOnSignal, progress, syncerMetricsUrls, withSystem } from './support';
 import { measureWatcherMemory } from './watcher-memory';
 
 function positiveInt(name: string, fallback: number): number {
@@ -72,6 +73,7 @@ const CONCURRENCY = 16;
 const LATENCY_DRIVERS = 100;
 const LATENCY_RATES = [100, 1000];
 const FLOOR_SAMPLES = 500;
+const LATENCY_SYSTEM = 'bench-latency';
 
 type Latency = LatencyResult & { ratioToFloor: number };
 
@@ -80,7 +82,7 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
   const nodes = Array.from({ length: LATENCY_DRIVERS }, (_, i) => `node-${i}`);
   return withSystem(
     {
-      name: 'bench-latency',
+      name: LATENCY_SYSTEM,
       nodes,
       syncerReplicas: 1,
       syncerEnv: {
@@ -99,6 +101,9 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
         node: 'node-0',
         samples: FLOOR_SAMPLES,
       });
+      progress(
+        `floor: ${floor.floorMs} ms (BullMQ round trip p50 ${floor.queueRoundTrip.p50} ms + API write p50 ${floor.apiWrite.p50} ms)`,
+      );
       progress(`latency: registering ${LATENCY_DRIVERS} in-process drivers…`);
       const drivers: InProcessDriver[] = [];
       await inParallel(nodes, 8, async (node) => {
@@ -112,6 +117,7 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
       });
       drivers.sort((a, b) => a.node.localeCompare(b.node, 'en', { numeric: true }));
       const ids = drivers.map((d) => keyId({ node: d.node, driver: d.driver }));
+      const syncerMetrics = await syncerMetricsUrls(LATENCY_SYSTEM, system);
       const watch = await SliceWatch.open(system.emulator.url);
       try {
         await system.until(
@@ -130,11 +136,12 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
             revs,
             rate,
             seconds: SECONDS,
+            syncerMetrics,
           });
           const ratioToFloor = round(result.p50ms / floor.floorMs, 2);
           latency.push({ ...result, ratioToFloor });
           progress(
-            `latency ${rate}/s: p50 ${result.p50ms} ms (${ratioToFloor} × floor ${floor.floorMs} ms), p99 ${result.p99ms} ms, API reads per change ${result.readsPerChange} (watch requests not counted)`,
+            `latency ${rate}/s: p50 ${result.p50ms} ms (${ratioToFloor} × floor ${floor.floorMs} ms), p99 ${result.p99ms} ms, API reads per change ${result.readsPerChange} (watch requests not counted), ${result.syncs} syncs run`,
           );
         }
         return { floor, latency };
@@ -172,9 +179,9 @@ async function syncRun(replicas: number): Promise<{
       progress(`${label}: syncer memory, idle in an empty cluster…`);
       idle = await readSyncerMemory(probePort);
     },
-    afterPhases: async (system, keys) => {
+    afterPhases: async (system, keys, syncerMetrics) => {
       progress(`${label}: external-delete repair, ${DELETES} slices one at a time…`);
-      repair = await measureRepair({ system, keys, deletes: DELETES });
+      repair = await measureRepair({ system, keys, deletes: DELETES, syncerMetrics });
       progress(
         `${label}: repair p50 ${repair.p50ms} ms, p99 ${repair.p99ms} ms, ${repair.api.reads} API reads`,
       );
@@ -214,7 +221,7 @@ async function main(): Promise<void> {
     syncerMemory ??= result.memory;
     const { cold, warm, churn } = result.run;
     progress(
-      `sync ×${replicas}: cold ${cold.seconds} s, warm ${warm.seconds} s (${warm.writes} writes), reads per resync ${warm.readsPerKey}, per change ${churn.readsPerKey} (watch requests not counted)`,
+      `sync ×${replicas}: cold ${cold.seconds} s, warm ${warm.seconds} s (${warm.writes} writes), reads per resync ${warm.readsPerKey}, per change ${churn.readsPerKey} (watch requests not counted); syncs run: cold ${cold.syncs}, warm ${warm.syncs}, churn ${churn.syncs}`,
     );
   }
   if (repair === undefined || syncerMemory === undefined) throw new Error('no 1-replica run');
@@ -225,7 +232,7 @@ async function main(): Promise<void> {
   const results: BenchResults = {
     date: startedAt.toISOString().slice(0, 10),
     startedAt: startedAt.toISOString(),
-    machine,
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
     settings: {
       keys: KEYS,
       replicas: REPLICAS,

@@ -7,7 +7,7 @@ import { classifyKubeError, responseStatusOf } from './classify-kube-error';
 import type { KubeErrorCode } from './classify-kube-error';
 import { KubeTransport, withQuery } from './kube-transport';
 import type { KubeRequest, KubeconfigSource } from './kube-transport';
-import { parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
+import { FIELD_MANAGER, parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
 
 export type KubeSliceClientOptions = (
   | { kubeconfig: KubeconfigSource }
@@ -30,9 +30,6 @@ export type KubeSliceClientOptions = (
 };
 
 type Verb = 'list' | 'get' | 'create' | 'update' | 'delete';
-
-/** Who owns the fields we write, in managedFields (else the HTTP library's user agent). */
-const FIELD_MANAGER = 'slicekeeper';
 
 const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 

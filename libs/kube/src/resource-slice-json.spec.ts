@@ -1,4 +1,9 @@
-import { parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
+import {
+  lastWrittenBySlicekeeper,
+  parseJson,
+  toListPage,
+  toStoredResourceSlice,
+} from './resource-slice-json';
 
 /** A list item as the API server sends it: no apiVersion or kind, and a field of a newer API. */
 const listItem = {
@@ -68,5 +73,36 @@ describe('API server answers', () => {
     expect(() => parseJson('<html>bad gateway</html>')).toThrow(
       'the API server answered with no JSON: <html>bad gateway</html>',
     );
+  });
+});
+
+describe('lastWrittenBySlicekeeper', () => {
+  const entry = (manager: string, time: string) => ({ manager, operation: 'Update', time });
+  const slice = (...managedFields: unknown[]) => ({ metadata: { managedFields } });
+
+  it('is true when slicekeeper made the latest write', () => {
+    expect(lastWrittenBySlicekeeper(slice(entry('slicekeeper', '2026-11-24T12:00:01Z')))).toBe(
+      true,
+    );
+    expect(
+      lastWrittenBySlicekeeper(
+        slice(
+          entry('kubectl-patch', '2026-11-24T12:00:00Z'),
+          entry('slicekeeper', '2026-11-24T12:00:01Z'),
+        ),
+      ),
+    ).toBe(true);
+  });
+
+  it('is false when someone else wrote last, in the same second, or nobody is named', () => {
+    const ours = entry('slicekeeper', '2026-11-24T12:00:00Z');
+    expect(
+      lastWrittenBySlicekeeper(slice(ours, entry('kubectl-patch', '2026-11-24T12:00:01Z'))),
+    ).toBe(false);
+    expect(
+      lastWrittenBySlicekeeper(slice(ours, entry('kubectl-edit', '2026-11-24T12:00:00Z'))),
+    ).toBe(false);
+    expect(lastWrittenBySlicekeeper({ metadata: {} })).toBe(false);
+    expect(lastWrittenBySlicekeeper(slice({ manager: 'slicekeeper' }))).toBe(false);
   });
 });

@@ -96,3 +96,30 @@ export function nameAndUidOf(json: unknown): { name: string; uid: string } | und
   if (typeof name !== 'string' || typeof uid !== 'string' || uid === '') return undefined;
   return { name, uid };
 }
+
+/** Who owns the fields slicekeeper writes, in managedFields (every replica writes as it). */
+export const FIELD_MANAGER = 'slicekeeper';
+
+/**
+ * Whether the last write to `object` was slicekeeper's, by its managedFields: every entry with
+ * the latest `time` names {@link FIELD_MANAGER}. Any replica's write counts, and so does one
+ * whose watch event arrived before its answer was recorded. When another manager wrote in the
+ * same second (times have a one-second resolution), or managedFields are missing, the answer is
+ * no: a needless sync is cheap, a missed repair is not.
+ */
+export function lastWrittenBySlicekeeper(object: { metadata: object }): boolean {
+  const entries = (object.metadata as { managedFields?: unknown }).managedFields;
+  if (!Array.isArray(entries) || entries.length === 0) return false;
+  let latest = '';
+  let managers = new Set<unknown>();
+  for (const entry of entries as { manager?: unknown; time?: unknown }[]) {
+    const time = typeof entry.time === 'string' ? entry.time : '';
+    if (time > latest) {
+      latest = time;
+      managers = new Set([entry.manager]);
+    } else if (time === latest) {
+      managers.add(entry.manager);
+    }
+  }
+  return latest !== '' && managers.size === 1 && managers.has(FIELD_MANAGER);
+}

@@ -2,6 +2,7 @@ import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 import type { WatchEventType } from './reflector';
+import { lastWrittenBySlicekeeper } from './resource-slice-json';
 
 /** A change to a managed slice that none of our own writes explains. */
 export interface SliceChange {
@@ -84,9 +85,10 @@ function byName(a: StoredResourceSlice, b: StoredResourceSlice): number {
  * - Both expire after `mutationTtlMs`.
  *
  * It also tells our writes' echoes from other changes: an event carrying a resourceVersion one
- * of our writes returned, or the deletion of an object we deleted, is ours. An echo that
- * arrives before the write that caused it is recorded cannot be recognised and counts as
- * foreign; the sync it triggers finds nothing to do.
+ * of our writes returned, an object whose last write was slicekeeper's (managedFields: any
+ * replica's write, or an echo that arrived before its write was recorded), or the deletion of
+ * an object we deleted, is ours. Another replica's deletion counts as foreign; the sync it
+ * triggers finds nothing to do.
  *
  * Returned slices are the cache's own objects: read them, never mutate them.
  */
@@ -187,7 +189,8 @@ export class SliceStore {
       ours = this.takeDelete(name, uid);
       this.watched.delete(name);
     } else {
-      ours = this.takeEcho(name, resourceVersion);
+      // `||` after the call: an echo is forgotten whoever wrote last.
+      ours = this.takeEcho(name, resourceVersion) || lastWrittenBySlicekeeper(slice);
       this.watched.set(name, slice);
     }
     this.advance(resourceVersion);
