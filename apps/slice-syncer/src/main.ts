@@ -53,16 +53,17 @@ void runService({
       logger,
       registry,
     });
+    const writeLimiter = new WriteRateLimiter({
+      redis: syncConnection,
+      prefix,
+      ratePerSecond: config.SYNC_WRITE_RATE,
+      burst: config.SYNC_WRITE_BURST,
+    });
     const reconciler = new Reconciler({
-      records: new SyncRecords({ redis: syncConnection, prefix }),
+      records: new SyncRecords({ redis: syncConnection, prefix, writeLimiter }),
       cluster,
       api,
-      writeLimiter: new WriteRateLimiter({
-        redis: syncConnection,
-        prefix,
-        ratePerSecond: config.SYNC_WRITE_RATE,
-        burst: config.SYNC_WRITE_BURST,
-      }),
+      writeLimiter,
       metrics,
       logger,
     });

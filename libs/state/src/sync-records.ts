@@ -12,6 +12,7 @@ import { decodeOrUndefined, decodeRecord } from './codec';
 import { KeyGuard } from './key-guard';
 import type { HeldGuard } from './key-guard';
 import { redisKeys } from './redis-keys';
+import type { WriteRateLimiter } from './write-rate-limiter';
 import type { RedisKeys } from './redis-keys';
 
 export interface SyncRecordsOptions {
@@ -20,6 +21,8 @@ export interface SyncRecordsOptions {
   prefix?: string;
   /** How long a crashed sync can hold its key's guard, ms. @defaultValue 60000 */
   guardTtlMs?: number;
+  /** The cluster-wide write budget, when a sync may ask for its first token with its reads. */
+  writeLimiter?: WriteRateLimiter;
 }
 
 /**
@@ -33,28 +36,44 @@ export interface SyncRecordsOptions {
 export class SyncRecords {
   private readonly keys: RedisKeys;
   private readonly guard: KeyGuard;
+  private readonly writeLimiter: WriteRateLimiter | undefined;
 
   constructor(options: SyncRecordsOptions) {
+    this.writeLimiter = options.writeLimiter;
     this.keys = redisKeys(options.prefix);
     this.guard = new KeyGuard(options.redis, options.guardTtlMs ?? 60_000);
   }
 
   /**
    * Takes the key's guard for `holder` (the BullMQ job id) and reads the key; undefined when
-   * another sync holds the guard.
+   * another sync holds the guard. With `prepayWrite`, the sync's first write token is asked for
+   * in the same round trip (a sync that brings news nearly always writes; a token it does not
+   * use is lost, never overspent): `SyncTurn.prepaidWrite`.
    */
-  async begin(key: SliceKey, holder: string): Promise<SyncTurn | undefined> {
+  async begin(
+    key: SliceKey,
+    holder: string,
+    { prepayWrite = false }: { prepayWrite?: boolean } = {},
+  ): Promise<SyncTurn | undefined> {
+    const limiter = prepayWrite ? this.writeLimiter : undefined;
     const taken = await this.guard.acquireWith(this.keys.syncGuard(key), holder, (pipeline) => {
       pipeline
         .get(this.keys.snapshot(key))
         .hlen(this.keys.registrations(key))
         .get(this.keys.syncStatus(key))
         .get(this.keys.removal(key));
+      limiter?.queueAcquire(pipeline);
     });
     if (taken === undefined) return undefined;
-    return new SyncTurn(this.keys, key, taken.guard, taken.replies);
+    const [reads, token] = [taken.replies.slice(0, READS), taken.replies[READS]];
+    const prepaid = token === undefined ? undefined : limiter?.settle(token);
+    prepaid?.catch(() => undefined);
+    return new SyncTurn(this.keys, key, taken.guard, reads, prepaid);
   }
 }
+
+/** How many replies {@link SyncRecords.begin} reads before the write token's. */
+const READS = 4;
 
 /* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
 const FORGET_SNAPSHOT = new LuaScript(
@@ -74,6 +93,8 @@ export class SyncTurn {
     private readonly key: SliceKey,
     private readonly guard: HeldGuard,
     private readonly reads: readonly PipelineReply[],
+    /** The first write's token, when asked for with the reads; spend it before the first write. */
+    readonly prepaidWrite: Promise<void> | undefined,
   ) {}
 
   /** Whether the key has a registration: a key without one is never published. */

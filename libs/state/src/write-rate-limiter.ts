@@ -1,5 +1,6 @@
-import type { Redis } from 'ioredis';
-import { LuaScript } from '@slicekeeper/queue';
+import type { ChainableCommander, Redis } from 'ioredis';
+import { LuaScript, replyOf } from '@slicekeeper/queue';
+import type { PipelineReply } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
 
 export interface WriteRateLimiterOptions {
@@ -68,5 +69,25 @@ export class WriteRateLimiter {
       if (wait <= 0) return;
       await this.sleep(wait);
     }
+  }
+
+  /**
+   * Asks for a token in a pipeline built by `execPipeline`, so that the request shares a round
+   * trip with other work; pass its reply to {@link settle}.
+   */
+  queueAcquire(pipeline: ChainableCommander): void {
+    const { ratePerSecond, burst } = this.options;
+    TAKE_TOKEN.queue(pipeline, [this.key], [ratePerSecond, burst]);
+  }
+
+  /**
+   * Resolves when the caller may make the write asked for with {@link queueAcquire}: at once if
+   * the reply granted a token, else after waiting as {@link acquire} does.
+   */
+  async settle(reply: PipelineReply): Promise<void> {
+    const wait = Number(replyOf(reply));
+    if (wait <= 0) return;
+    await this.sleep(wait);
+    await this.acquire();
   }
 }

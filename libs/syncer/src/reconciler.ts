@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { keyId } from '@slicekeeper/contracts';
+import { bringsNews, keyId } from '@slicekeeper/contracts';
 import type {
   InventorySnapshot,
   PoolSummary,
@@ -33,12 +33,18 @@ import type { SyncerMetrics } from './syncer-metrics';
 /** One sync's hold on its key's records (`SyncTurn` of libs/state). */
 export type KeyTurn = Pick<
   SyncTurn,
-  'registered' | 'snapshot' | 'removal' | 'previousStatus' | 'finish' | 'release'
+  'registered' | 'snapshot' | 'removal' | 'previousStatus' | 'finish' | 'release' | 'prepaidWrite'
 >;
 
 export interface ReconcilerOptions {
   /** The key's records in Redis: snapshot, registrations, removal, status, guard (`SyncRecords`). */
-  records: { begin(key: SliceKey, holder: string): Promise<KeyTurn | undefined> };
+  records: {
+    begin(
+      key: SliceKey,
+      holder: string,
+      options?: { prepayWrite?: boolean },
+    ): Promise<KeyTurn | undefined>;
+  };
   /** What is published: the watch-fed caches. */
   cluster: ClusterView;
   /** Where writes go. */
@@ -91,7 +97,11 @@ export class Reconciler {
   }
 
   async reconcile(key: SliceKey, context: SyncContext): Promise<Reconciled> {
-    const turn = await this.options.records.begin(key, context.jobId);
+    // A sync that brings news nearly always writes: its first write token comes with its reads
+    // (one Redis round trip less on the path of every change; measured in the README).
+    const turn = await this.options.records.begin(key, context.jobId, {
+      prepayWrite: bringsNews(context.reason),
+    });
     if (turn === undefined) {
       this.options.metrics?.overlaps.inc();
       const error = new TransientError(`sync of ${keyId(key)} is already running`, {
@@ -166,6 +176,7 @@ export class Reconciler {
         (previous.droppedFields?.length ?? 0) > 0;
 
       let dropped: DroppedField[] = [];
+      let prepaid = turn.prepaidWrite;
       let existing = this.options.cluster.slicesOf(key);
       for (let replans = 0; ; replans++) {
         // 2. What is published; the Node the slices belong to.
@@ -182,7 +193,10 @@ export class Reconciler {
         // 4. The writes.
         const published = new Map(existing.map((s) => [s.metadata.name, s]));
         try {
-          const applied = await this.apply(plan, published);
+          // The prepaid token pays for one write only, whatever happens to it.
+          const token = prepaid;
+          prepaid = undefined;
+          const applied = await this.apply(plan, published, token);
           writes += applied.writes;
           dropped = [...dropped, ...applied.dropped];
         } catch (error) {
@@ -248,13 +262,21 @@ export class Reconciler {
 
   /**
    * Executes a plan in upstream order; `published` tracks the key's slices by name as the API
-   * server returns them, and every returned object goes into the cache at once.
+   * server returns them, and every returned object goes into the cache at once. The first write
+   * spends the `prepaid` token, if any; every other write takes one.
    */
   private async apply(
     plan: SyncPlan,
     published: Map<string, StoredResourceSlice>,
+    prepaid: Promise<void> | undefined,
   ): Promise<{ writes: number; dropped: DroppedField[] }> {
     const { api, cluster, metrics, writeLimiter } = this.options;
+    let token = prepaid;
+    const takeToken = async (): Promise<void> => {
+      const next = token ?? writeLimiter?.acquire();
+      token = undefined;
+      await next;
+    };
     let writes = 0;
     const dropped: DroppedField[] = [];
     const stored = (sent: ResourceSlice, back: StoredResourceSlice) => {
@@ -264,7 +286,7 @@ export class Reconciler {
       writes++;
     };
     for (const target of plan.deletes) {
-      await writeLimiter?.acquire();
+      await takeToken();
       await api.deleteSlice(target);
       cluster.recordDelete(target);
       published.delete(target.name);
@@ -272,12 +294,12 @@ export class Reconciler {
       writes++;
     }
     for (const slice of plan.updates) {
-      await writeLimiter?.acquire();
+      await takeToken();
       stored(slice, await api.updateSlice(slice));
       metrics?.sliceWrites.inc({ op: 'update' });
     }
     for (const slice of plan.creates) {
-      await writeLimiter?.acquire();
+      await takeToken();
       stored(slice, await api.createSlice(slice));
       metrics?.sliceWrites.inc({ op: 'create' });
     }

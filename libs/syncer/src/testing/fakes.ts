@@ -50,6 +50,7 @@ export class FakeRecords {
         return release();
       },
       release,
+      prepaidWrite: undefined,
     };
     return Promise.resolve(turn);
   }
