@@ -5,7 +5,7 @@ import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
 import type { NodeChange } from '@slicekeeper/kube';
 import type { ResourceSlice } from '@slicekeeper/slices';
-import { repoRoot, waitFor } from '@slicekeeper/testing';
+import { repoRoot, requestJson, waitFor } from '@slicekeeper/testing';
 import { renderKustomization } from './kube-object';
 import type { KubeObject } from './kube-object';
 
@@ -44,20 +44,8 @@ function slice(): ResourceSlice {
   };
 }
 
-/** Talks to the emulator directly: someone else's writes. */
-async function raw(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as unknown;
-}
-
 function createNode(url: string, name: string): Promise<unknown> {
-  return raw(url, 'POST', NODES, { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+  return requestJson(url, 'POST', NODES, { apiVersion: 'v1', kind: 'Node', metadata: { name } });
 }
 
 /** A warning the cluster cache logged: its message and the error it names. */
@@ -347,7 +335,7 @@ const withoutGrant: Record<
       'ResourceSlices',
       'resourceslices',
       forbidden,
-      () => raw(running.url, 'POST', SLICES, slice()),
+      () => requestJson(running.url, 'POST', SLICES, slice()),
       () => access.foreignChanges,
     ),
   '/nodes/list': (access, _running, forbidden) => expectNeverSynced(access, 'Nodes', forbidden),

@@ -3,7 +3,7 @@ import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { ManualClock } from '@slicekeeper/runtime/testing';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
-import { waitFor } from '@slicekeeper/testing';
+import { requestJson, waitFor } from '@slicekeeper/testing';
 import { ClusterCache } from './cluster-cache';
 import type { ClusterCacheOptions, NodeChange } from './cluster-cache';
 import { KubeSliceClient } from './kube-slice-client';
@@ -69,15 +69,8 @@ function cache(
 }
 
 /** Talks to the emulator directly: someone else's writes. */
-async function raw(method: string, path: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as unknown;
+function raw(method: string, path: string, body?: unknown): Promise<unknown> {
+  return requestJson(running.url, method, path, body);
 }
 
 async function createNode(name: string): Promise<string> {

@@ -7,7 +7,7 @@ import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import { TerminalError, TransientError } from '@slicekeeper/errors';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
-import { waitFor } from '@slicekeeper/testing';
+import { requestJson, waitFor } from '@slicekeeper/testing';
 import { ClusterCache } from './cluster-cache';
 import { KubeSliceClient } from './kube-slice-client';
 import type { KubeSliceClientOptions } from './kube-slice-client';
@@ -57,15 +57,8 @@ function client(options: Partial<KubeSliceClientOptions> = {}): KubeSliceClient 
 }
 
 /** Talks to the emulator directly, for setup a slicekeeper client would never do. */
-async function raw(method: string, path: string, body?: unknown): Promise<unknown> {
-  const response = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as unknown;
+function raw(method: string, path: string, body?: unknown): Promise<unknown> {
+  return requestJson(running.url, method, path, body);
 }
 
 function names(slices: readonly StoredResourceSlice[]): string[] {

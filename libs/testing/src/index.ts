@@ -7,3 +7,4 @@ export { ServiceProcess, readMetric } from './service-process';
 export type { ServiceProcessOptions } from './service-process';
 export { useRedisServer } from './use-redis-server';
 export type { TestRedis } from './use-redis-server';
+export { requestJson } from './request-json';
