@@ -288,11 +288,17 @@ describe('ClusterCache against the kube emulator', () => {
     ).toBeGreaterThanOrEqual(3);
   });
 
-  it('reports a Node added, deleted and re-created under a new UID', async () => {
+  it('reports a Node added, deleted and re-created under a new UID, not one merely modified', async () => {
     const view = cache();
     await view.start();
     const first = await createNode('node-a');
     await waitFor(() => view.nodeUid('node-a') === first, { description: 'the new Node' });
+    // A label change: a MODIFIED event under the same UID, which changes nothing we publish.
+    const node = (await raw('GET', `${NODES}/node-a`)) as { metadata: Record<string, unknown> };
+    await raw('PUT', `${NODES}/node-a`, {
+      ...node,
+      metadata: { ...node.metadata, labels: { zone: 'b' } },
+    });
     await raw('DELETE', `${NODES}/node-a`);
     await waitFor(() => view.nodeUid('node-a') === undefined, { description: 'the deletion' });
     const second = await createNode('node-a');

@@ -50,8 +50,8 @@ export type ClusterCacheOptions = (
    */
   onForeignChange?: (key: SliceKey, change: { type: WatchEventType; name: string }) => void;
   /**
-   * Called for every Node event; after a relist, for each Node that appeared, went, or came
-   * back with a new UID. Not called for the first list.
+   * Called when a Node appears, goes, or comes back with a new UID, from a watch event or a
+   * relist; not for the first list, nor for a Node modified under the same UID.
    */
   onNode?: (change: NodeChange) => void;
   /**
@@ -190,8 +190,11 @@ export class ClusterCache {
         return undefined;
       },
       onEvent: (type, node) => {
+        const known = this.nodes.get(node.name);
         if (type === 'DELETED') this.nodes.delete(node.name);
         else this.nodes.set(node.name, node);
+        // A Node modified under the same UID (status, labels) changes nothing we publish.
+        if (type === 'MODIFIED' && known?.uid === node.uid) return;
         this.reportNode({ type, name: node.name, uid: node.uid });
       },
     });

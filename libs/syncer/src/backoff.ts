@@ -1,4 +1,4 @@
-import { TransientError } from '@slicekeeper/errors';
+import { TerminalError, TransientError } from '@slicekeeper/errors';
 import { backoffDelayMs } from '@slicekeeper/runtime';
 
 export interface BackoffPolicy {
@@ -17,7 +17,7 @@ export const defaultBackoffPolicy: BackoffPolicy = {
  * The key's Node does not exist: the key waits for it, not retried (the Node watch syncs it
  * when the Node appears).
  */
-export class NodeMissingError extends TransientError {
+export class NodeMissingError extends TerminalError {
   constructor(node: string) {
     super(`node "${node}" does not exist`, { code: 'node-missing' });
   }

@@ -30,8 +30,6 @@ export interface ClusterTriggersOptions {
  * Enqueues are deduplicated per key by the queue, so a burst of events costs one sync per key.
  */
 export class ClusterTriggers {
-  private readonly nodeUids = new Map<string, string>();
-
   constructor(private readonly options: ClusterTriggersOptions) {}
 
   readonly onForeignChange = (key: SliceKey, change: WatchedChange): void => {
@@ -42,12 +40,8 @@ export class ClusterTriggers {
     this.enqueue(key, 'slice-changed');
   };
 
+  /** A Node appeared, went, or came back with a new UID (the cache reports nothing else). */
   readonly onNode = (change: WatchedChange & { uid: string }): void => {
-    const known = this.nodeUids.get(change.name);
-    if (change.type === 'DELETED') this.nodeUids.delete(change.name);
-    else this.nodeUids.set(change.name, change.uid);
-    // A MODIFIED Node with the same UID (status, labels) changes nothing we publish.
-    if (change.type === 'MODIFIED' && known === change.uid) return;
     void this.syncNode(change.name).catch((error: unknown) => {
       this.options.logger.warn({ node: change.name, err: errorMessage(error) }, 'node sync failed');
     });
