@@ -43,9 +43,36 @@ export const deviceCounterConsumptionSchema = z
   .strict();
 export type DeviceCounterConsumption = z.infer<typeof deviceCounterConsumptionSchema>;
 
+/** What a driver says of a device's health (KEP-4680's healthy / unhealthy / unknown). */
+export const deviceHealthStatuses = ['healthy', 'unhealthy', 'unknown'] as const;
+export type DeviceHealthStatus = (typeof deviceHealthStatuses)[number];
+
+/** The longest health message a driver may send (KEP-4680's limit), in characters. */
+export const MAX_HEALTH_MESSAGE_LENGTH = 1024;
+
+/**
+ * A device's health as its driver last reported it. Not published as such: the syncer turns
+ * `unhealthy` and `unknown` into device taints (`<driver>/unhealthy`, `<driver>/health-unknown`).
+ */
+export const deviceHealthSchema = z
+  .object({
+    status: z.enum(deviceHealthStatuses),
+    /** Why, in the driver's words; at most {@link MAX_HEALTH_MESSAGE_LENGTH} characters. */
+    message: z.string().max(MAX_HEALTH_MESSAGE_LENGTH).optional(),
+    /**
+     * Without a new message from the driver for this long, the device's health becomes
+     * `unknown` (the watcher rewrites the snapshot). Unset: the health holds until the next one.
+     */
+    timeoutSeconds: z.number().int().positive().optional(),
+  })
+  .strict();
+export type DeviceHealth = z.infer<typeof deviceHealthSchema>;
+
 export const deviceSchema = z
   .object({
     name: z.string(),
+    /** The device's health, when its driver reports health; unset means it does not. */
+    health: deviceHealthSchema.optional(),
     attributes: z.record(z.string(), deviceAttributeSchema).optional(),
     capacity: z.record(z.string(), quantityValueSchema).optional(),
     taints: z.array(deviceTaintSchema).optional(),

@@ -26,10 +26,18 @@ export const SYNC_JOB_NAME = 'sync';
 /** Why a sync was asked for. Informational only: every sync reads the key's latest state. */
 export const syncReasons = [
   'snapshot',
+  /** The first snapshot a key ever had (a node that just joined): publish it before changes. */
+  'first-snapshot',
+  /** A snapshot that differs from the previous one only in device health: (un)taint at once. */
+  'health',
   /** A plugin (re-)registered: publish at once, even when its inventory is unchanged. */
   'registered',
   'removed',
   'stream-lost',
+  /** The key's stream failed: taint its devices `driver-unreachable` at once. */
+  'unreachable',
+  /** The key's stream is back before the wipe: remove the `driver-unreachable` taint. */
+  'reachable',
   /** A managed slice changed or vanished by someone else's hand, as the syncer's watch saw. */
   'slice-changed',
   /** The key's Node appeared, was re-created with a new UID, or was deleted. */
@@ -45,15 +53,48 @@ export type SyncReason = (typeof syncReasons)[number];
  * means a write.
  */
 export function bringsNews(reason: SyncReason): boolean {
-  return (
-    reason === 'snapshot' ||
-    reason === 'registered' ||
-    reason === 'removed' ||
-    reason === 'stream-lost' ||
-    reason === 'slice-changed' ||
-    reason === 'node-changed'
-  );
+  return reason !== 'resync' && reason !== 'janitor';
 }
+
+/**
+ * The BullMQ priority of a sync asked for this reason (1 is taken first). Under a backlog the
+ * queue drains withdrawals and taints first (a dead driver's devices stop being scheduled),
+ * then a new key's first publish (a node that just joined), then inventory changes and repairs,
+ * then periodic checks. Every job has a priority: BullMQ would take an unprioritized job before
+ * all prioritized ones.
+ */
+export function syncPriority(reason: SyncReason): number {
+  switch (reason) {
+    case 'removed':
+    case 'stream-lost':
+    case 'unreachable':
+    case 'reachable':
+    case 'health':
+      return SYNC_PRIORITIES.lifecycle;
+    case 'first-snapshot':
+    case 'registered':
+    case 'node-changed':
+      return SYNC_PRIORITIES.firstPublish;
+    case 'snapshot':
+    case 'slice-changed':
+      return SYNC_PRIORITIES.change;
+    case 'resync':
+    case 'janitor':
+      return SYNC_PRIORITIES.check;
+  }
+}
+
+/** The priority levels of {@link syncPriority}, highest first. */
+export const SYNC_PRIORITIES = {
+  /** Withdrawals, removals, driver-unreachable and health taints. */
+  lifecycle: 1,
+  /** A key's first publish: a node that just joined, a driver that registered. */
+  firstPublish: 2,
+  /** An inventory change; a repair of a slice someone else changed. */
+  change: 3,
+  /** Periodic resyncs and the janitor. */
+  check: 4,
+} as const;
 
 /**
  * A sync job names a key, never a payload (level-triggered): the worker reads the key's latest
@@ -77,3 +118,10 @@ export function syncDeduplicationId(key: SliceKey): string {
 export function queuePrefix(prefix: string): string {
   return `{${prefix}}`;
 }
+
+/**
+ * The queue of Node condition evaluations (`DRAResourcesPublished`): one job per node,
+ * deduplicated by node name, taken by slice-syncer replicas. Renaming it is a breaking change,
+ * as for {@link SYNC_QUEUE_NAME}.
+ */
+export const NODE_STATUS_QUEUE_NAME = 'slicekeeper-node-status';

@@ -27,6 +27,11 @@ export const streamStateSchema = z
     /** Reconnect attempts since the last successful message. */
     reconnects: z.number().int().nonnegative(),
     error: z.string().optional(),
+    /**
+     * Since when (RFC 3339) no stream of the key is live after one failed (an error, not EOF):
+     * while set and the key is not wiped, its devices carry the `driver-unreachable` taint.
+     */
+    unreachableSince: z.iso.datetime({ offset: true }).optional(),
   })
   .strict();
 export type StreamState = z.infer<typeof streamStateSchema>;
@@ -68,6 +73,27 @@ export const poolSummarySchema = z
   .strict();
 export type PoolSummary = z.infer<typeof poolSummarySchema>;
 
+/** One problem of an invalid inventory: the field path and the rule it breaks. */
+export const fieldProblemSchema = z.object({ field: z.string(), message: z.string() }).strict();
+export type FieldProblem = z.infer<typeof fieldProblemSchema>;
+
+/**
+ * The taints slicekeeper added to a key's devices in its last sync (beside the driver's own):
+ * `unreachable` when the key's stream was lost (`tainted`, or `dropped` when the API server
+ * dropped taints: the devices stay schedulable until the wipe), and how many devices carry an
+ * `unhealthy` or `health-unknown` taint.
+ */
+export const publishedTaintsSchema = z
+  .object({
+    unreachable: z.enum(['tainted', 'dropped']).optional(),
+    unhealthy: z.number().int().nonnegative(),
+    healthUnknown: z.number().int().nonnegative(),
+    /** Devices that could not be tainted, and why (too many taints, an oversized slice). */
+    notApplied: z.string().optional(),
+  })
+  .strict();
+export type PublishedTaints = z.infer<typeof publishedTaintsSchema>;
+
 export const syncStatusSchema = z
   .object({
     outcome: z.enum(syncOutcomes),
@@ -90,6 +116,10 @@ export const syncStatusSchema = z
      * is still `synced`: what the server stored is what the scheduler sees.
      */
     droppedFields: z.array(z.string()).optional(),
+    /** Why an `invalid` inventory was refused: each problem with its field path. */
+    problems: z.array(fieldProblemSchema).optional(),
+    /** The taints slicekeeper put on the key's devices, when any. */
+    taints: publishedTaintsSchema.optional(),
   })
   .strict();
 export type SyncStatus = z.infer<typeof syncStatusSchema>;

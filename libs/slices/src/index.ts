@@ -12,7 +12,19 @@ export { validateResourceSlice } from './validate-resource-slice';
 export { formatFieldError, InvalidDriverResourcesError, toTerminalError } from './field-error';
 export type { FieldError, FieldErrorType, ToTerminalErrorOptions } from './field-error';
 export { layoutPool, maxDevicesPerSlice, usesAdvancedFeatures } from './layout-pool';
-export type { SliceContent } from './layout-pool';
+export type { LayoutOptions, SliceContent } from './layout-pool';
+export {
+  applyLifecycleTaints,
+  lifecycleTaintKey,
+  TAINT_CONDITIONS,
+  taintEffects,
+} from './lifecycle-taints';
+export type {
+  HealthTaintPolicy,
+  LifecycleTaints,
+  LifecycleTaintsInput,
+  TaintEffect,
+} from './lifecycle-taints';
 export {
   counterSetsEqual,
   deviceEqual,

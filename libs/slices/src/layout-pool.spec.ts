@@ -15,6 +15,8 @@ function tainted(count: number, first = 0): Device[] {
 interface LayoutCase {
   name: string;
   pool: Pool;
+  /** Laid out for taints slicekeeper may add later (`LayoutOptions.taintable`). */
+  taintable?: boolean;
   /** Per slice: its device count, or `sets:<n>` for a slice of n counter sets. */
   slices: (number | string)[];
 }
@@ -73,11 +75,59 @@ const cases: LayoutCase[] = [
     pool: pool({ devices: [], slices: [] }),
     slices: [0],
   },
+  {
+    name: 'taintable-fits-one-slice-up-to-64',
+    pool: pool({ devices: gpus(64) }),
+    taintable: true,
+    slices: [64],
+  },
+  {
+    name: 'taintable-packs-64-per-slice',
+    pool: pool({ devices: gpus(100) }),
+    taintable: true,
+    slices: [64, 36],
+  },
+  {
+    name: 'taintable-many',
+    pool: pool({ devices: gpus(300) }),
+    taintable: true,
+    slices: [64, 64, 64, 64, 44],
+  },
+  {
+    name: 'taintable-tainted-and-plain-alike',
+    pool: pool({ devices: [...gpus(10), ...tainted(60, 10), ...gpus(60, 70)] }),
+    taintable: true,
+    slices: [64, 64, 2],
+  },
+  {
+    name: 'taintable-counter-sets-in-slices-of-their-own',
+    pool: pool({
+      devices: gpus(70),
+      sharedCounters: Array.from({ length: 10 }, (_, i) => counterSet(`s${i}`)),
+    }),
+    taintable: true,
+    slices: [64, 6, 'sets:8', 'sets:2'],
+  },
+  {
+    name: 'taintable-empty-pool-has-one-empty-slice',
+    pool: pool({ devices: [] }),
+    taintable: true,
+    slices: [0],
+  },
+  {
+    name: 'taintable-explicit-slices-as-given',
+    pool: pool({
+      devices: [],
+      slices: [{ devices: gpus(100) }, { devices: gpus(3, 100) }],
+    }),
+    taintable: true,
+    slices: [100, 3],
+  },
 ];
 
 describe('layoutPool', () => {
-  it.each(cases)('$name', ({ pool: input, slices }) => {
-    const layout = layoutPool(input);
+  it.each(cases)('$name', ({ pool: input, taintable, slices }) => {
+    const layout = layoutPool(input, { taintable });
     expect(
       layout.map((slice) =>
         slice.sharedCounters === undefined

@@ -42,6 +42,15 @@ export function maxDevicesPerSlice(devices: readonly Device[]): number {
   return MAX_DEVICES_PER_SLICE;
 }
 
+export interface LayoutOptions {
+  /**
+   * Lay devices out as if every one of them were tainted (at most 64 per slice), so that a
+   * taint slicekeeper adds later (health, driver-unreachable) changes devices in place and
+   * never re-lays the pool out.
+   */
+  readonly taintable?: boolean;
+}
+
 /**
  * The slices a pool is published as, in index order.
  *
@@ -53,13 +62,14 @@ export function maxDevicesPerSlice(devices: readonly Device[]): number {
  *   slices by name and devices by position, so the driver's order is its allocation preference.
  *   Taking the longest prefix each time gives the fewest slices for an ordered split, because a
  *   shorter run of a valid slice is always valid too.
+ *   With `taintable`, every slice takes at most 64 devices from the start.
  * - Pool-level shared counters follow in slices of their own, at most 8 counter sets each: the
  *   API allows `devices` or `sharedCounters` in a slice, not both, and counter sets are
  *   resolved pool-wide.
  * - A pool with nothing to publish still gets one empty slice: "empty pool" tells the scheduler
  *   the driver is up and has no devices, which is not the same as "no pool".
  */
-export function layoutPool(pool: Pool): SliceContent[] {
+export function layoutPool(pool: Pool, options: LayoutOptions = {}): SliceContent[] {
   if (pool.slices !== undefined) {
     if (pool.slices.length === 0) return [{ devices: [] }];
     return pool.slices.map((slice) =>
@@ -69,7 +79,7 @@ export function layoutPool(pool: Pool): SliceContent[] {
     );
   }
 
-  const slices = packDevices(pool.devices);
+  const slices = packDevices(pool.devices, options.taintable === true);
   const counterSets = pool.sharedCounters ?? [];
   for (let start = 0; start < counterSets.length; start += MAX_COUNTER_SETS_PER_SLICE) {
     slices.push({
@@ -81,10 +91,23 @@ export function layoutPool(pool: Pool): SliceContent[] {
   return slices;
 }
 
-function packDevices(devices: Device[]): SliceContent[] {
+function packDevices(devices: Device[], taintable: boolean): SliceContent[] {
   if (devices.length === 0) return [];
   // The common case, a node's handful of devices, fits one slice whatever they use.
   if (devices.length <= MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES) return [{ devices }];
+  if (taintable) {
+    const slices: SliceContent[] = [];
+    for (
+      let start = 0;
+      start < devices.length;
+      start += MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES
+    ) {
+      slices.push({
+        devices: devices.slice(start, start + MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES),
+      });
+    }
+    return slices;
+  }
 
   const slices: SliceContent[] = [];
   let start = 0;

@@ -1,5 +1,5 @@
 import { isTerminal } from '@slicekeeper/errors';
-import type { Device, Pool } from '@slicekeeper/contracts';
+import type { Device, DeviceTaint, Pool } from '@slicekeeper/contracts';
 import { InvalidDriverResourcesError } from './field-error';
 import { isEmptyPlan, planSync } from './plan-sync';
 import type { PlanSyncInput, PoolSummary, SliceDeletionReason, SyncPlan } from './plan-sync';
@@ -54,6 +54,36 @@ const withTaint = published([
     ],
   }),
 ]);
+
+const UNREACHABLE: DeviceTaint = {
+  key: `${DRIVER}/driver-unreachable`,
+  effect: 'NoSchedule',
+  timeAdded: '2026-11-24T10:00:00Z',
+};
+const UNHEALTHY: DeviceTaint = { key: `${DRIVER}/unhealthy`, effect: 'NoSchedule' };
+
+/** `devices`, each with `taints` (slicekeeper's lifecycle taints, say). */
+function withTaints(devices: Device[], ...taints: DeviceTaint[]): Device[] {
+  return devices.map((device) => ({ ...device, taints }));
+}
+
+/** `slices` as the API server stores them after it filled in `timeAdded` of every taint. */
+function timesAdded(slices: StoredResourceSlice[], timeAdded: string): StoredResourceSlice[] {
+  return slices.map((stored) =>
+    edited(stored, (slice) => {
+      for (const device of slice.spec.devices ?? []) {
+        for (const taint of device.taints ?? []) taint.timeAdded ??= timeAdded;
+      }
+    }),
+  );
+}
+
+/** 130 devices laid out for taints: 64 + 64 + 2. */
+const threeTaintable = published([pool({ devices: gpus(130) })], { taintable: true });
+const threeTaintableUnreachable = published(
+  [pool({ devices: withTaints(gpus(130), UNREACHABLE) })],
+  { taintable: true },
+);
 
 interface PlanCase {
   name: string;
@@ -534,6 +564,155 @@ const cases: PlanCase[] = [
     pools: [summary({ resourceSliceCount: 2, deviceCount: 104 })],
     then: (plan) => {
       expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([100, 4]);
+    },
+  },
+  {
+    name: 'split-taintable-pool-at-64-devices',
+    input: planInput({ pools: [pool({ devices: gpus(100) })], taintable: true }),
+    creates: 2,
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 100 })],
+    then: (plan) => {
+      expect(plan.creates.map((slice) => slice.spec.devices?.length)).toEqual([64, 36]);
+      expect(plan.creates.flatMap((slice) => slice.spec.devices)).toEqual(gpus(100));
+    },
+  },
+  {
+    name: 'keep-untaintable-pool-of-100-in-one-slice',
+    input: planInput({ pools: [pool({ devices: gpus(100) })] }),
+    creates: 1,
+    pools: [summary({ deviceCount: 100 })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec.devices).toEqual(gpus(100));
+    },
+  },
+  {
+    // A dead driver's taint on every device: the devices stay where they are, so the writes
+    // need no new generation (which would make the scheduler wait for every slice).
+    name: 'keep-generation-when-only-taints-change-in-every-slice',
+    input: planInput({
+      existing: threeTaintable,
+      pools: [pool({ devices: withTaints(gpus(130), UNREACHABLE) })],
+      taintable: true,
+    }),
+    updates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 130 })],
+    then: (plan) => {
+      expect(plan.updates.map((slice) => slice.metadata.name)).toEqual(
+        threeTaintable.map((slice) => slice.metadata.name),
+      );
+      expect(plan.updates.map((slice) => slice.spec.pool.generation)).toEqual([1, 1, 1]);
+      expect(plan.updates.flatMap((slice) => slice.spec.devices)).toEqual(
+        withTaints(gpus(130), UNREACHABLE),
+      );
+    },
+  },
+  {
+    name: 'keep-generation-when-taints-removed-from-every-slice',
+    input: planInput({
+      existing: threeTaintableUnreachable,
+      pools: [pool({ devices: gpus(130) })],
+      taintable: true,
+    }),
+    updates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 130 })],
+    then: (plan) => {
+      expect(plan.updates.flatMap((slice) => slice.spec.devices)).toEqual(gpus(130));
+    },
+  },
+  {
+    name: 'keep-generation-when-one-slice-changes-and-the-others-only-taints',
+    input: planInput({
+      existing: threeTaintable,
+      pools: [
+        pool({
+          devices: withTaints(gpus(130), UNREACHABLE).map((device, i) =>
+            i === 0 ? { ...device, capacity: { memory: { value: '40Gi' } } } : device,
+          ),
+        }),
+      ],
+      taintable: true,
+    }),
+    updates: 3,
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 130 })],
+  },
+  {
+    name: 'bump-generation-when-two-taintable-slices-change',
+    input: planInput({
+      existing: threeTaintable,
+      pools: [
+        pool({
+          devices: gpus(130).map((device, i) =>
+            i === 0 || i === 129 ? { ...device, capacity: { memory: { value: '40Gi' } } } : device,
+          ),
+        }),
+      ],
+      taintable: true,
+    }),
+    updates: 3,
+    pools: [summary({ generation: 2, resourceSliceCount: 3, deviceCount: 130 })],
+    then: (plan) => {
+      expect(plan.updates.map((slice) => slice.spec.pool.generation)).toEqual([2, 2, 2]);
+    },
+  },
+  {
+    name: 'bump-generation-when-two-slices-change-besides-taints',
+    input: planInput({
+      existing: threeTaintable,
+      pools: [
+        pool({
+          devices: withTaints(gpus(130), UNREACHABLE).map((device, i) =>
+            i === 0 || i === 129 ? { ...device, capacity: { memory: { value: '40Gi' } } } : device,
+          ),
+        }),
+      ],
+      taintable: true,
+    }),
+    updates: 3,
+    pools: [summary({ generation: 2, resourceSliceCount: 3, deviceCount: 130 })],
+  },
+  {
+    // The API server sets `timeAdded` of a taint sent without one; the next sync sends the
+    // taints without it again, and must not rewrite every slice for that.
+    name: 'keep-taints-whose-time-the-server-added',
+    input: planInput({
+      existing: timesAdded(
+        published([pool({ devices: withTaints(gpus(130), UNHEALTHY) })], { taintable: true }),
+        '2026-11-24T09:00:00Z',
+      ),
+      pools: [pool({ devices: withTaints(gpus(130), UNHEALTHY) })],
+      taintable: true,
+    }),
+    pools: [summary({ resourceSliceCount: 3, deviceCount: 130 })],
+  },
+  {
+    name: 'update-keeps-time-added-of-a-lasting-taint',
+    input: planInput({
+      existing: timesAdded(
+        published([pool({ devices: [gpu(0, { taints: [UNHEALTHY] }), ...gpus(7, 1)] })], {
+          taintable: true,
+        }),
+        '2026-11-24T09:00:00Z',
+      ),
+      pools: [
+        pool({
+          devices: [
+            gpu(0, { taints: [UNHEALTHY, UNREACHABLE] }),
+            gpu(1, { taints: [UNHEALTHY, UNREACHABLE] }),
+            ...withTaints(gpus(6, 2), UNREACHABLE),
+          ],
+        }),
+      ],
+      taintable: true,
+    }),
+    updates: 1,
+    pools: [summary()],
+    then: (plan) => {
+      const devices = plan.updates[0]?.spec.devices;
+      expect(devices?.[0]?.taints).toEqual([
+        { ...UNHEALTHY, timeAdded: '2026-11-24T09:00:00Z' },
+        UNREACHABLE,
+      ]);
+      expect(devices?.[1]?.taints).toEqual([UNHEALTHY, UNREACHABLE]);
     },
   },
   {

@@ -54,6 +54,11 @@ export interface PlanSyncInput {
    * of another driver or node, and slices without the managed-by label, are left alone.
    */
   readonly existing: readonly StoredResourceSlice[];
+  /**
+   * Lay pools out with the 64-device limit of tainted slices from the start (see
+   * `LayoutOptions.taintable`): set when slicekeeper may taint the key's devices.
+   */
+  readonly taintable?: boolean;
 }
 
 /** Why a slice is deleted. Informational: for logs and metrics. */
@@ -183,7 +188,7 @@ function planPool(
   existing: readonly StoredResourceSlice[],
   plan: MutablePlan,
 ): void {
-  const layout = layoutPool(pool);
+  const layout = layoutPool(pool, { taintable: input.taintable === true });
   const sliceCount = layout.length;
   const nodeLocal = pool.scope.kind === 'node';
 
@@ -225,7 +230,12 @@ function planPool(
     if (slice === undefined || content === undefined) continue;
     if (!specUpToDate(slice.spec, content, currentPool, pool.scope, input.node)) {
       contentChanged[i] = true;
-      changedCount++;
+      // A change of taints only leaves every device where it was: the scheduler cannot see a
+      // mix of old and new pool contents, so it does not count towards a generation bump
+      // (a dead driver's taint on every slice, and its removal, keep the generation).
+      if (!taintsOnlyChanged(slice.spec, content, currentPool, pool.scope, input.node)) {
+        changedCount++;
+      }
     }
     if (nodeLocal && !hasNodeOwner(slice, input)) ownerChanged[i] = true;
   }
@@ -326,6 +336,32 @@ function specUpToDate(
     counterSetsEqual(spec.sharedCounters, content.sharedCounters) &&
     otherFieldsEmpty(spec, SPEC_FIELDS)
   );
+}
+
+/** Whether the slice would be up to date but for its devices' taints. */
+function taintsOnlyChanged(
+  spec: ResourceSliceSpec,
+  content: SliceContent,
+  pool: ResourcePool,
+  scope: PoolScope,
+  node: string,
+): boolean {
+  const stored = spec.devices ?? [];
+  if (stored.length !== content.devices.length) return false;
+  return specUpToDate(
+    { ...spec, devices: stored.map(untainted) },
+    { ...content, devices: content.devices.map(untainted) },
+    pool,
+    scope,
+    node,
+  );
+}
+
+function untainted(device: Device): Device {
+  if (device.taints === undefined) return device;
+  const rest = { ...device };
+  delete rest.taints;
+  return rest;
 }
 
 function desiredSpec(
