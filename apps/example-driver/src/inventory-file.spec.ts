@@ -65,4 +65,59 @@ describe('inventory files', () => {
     await writeFile(file, 'pools: [');
     await expect(loadInventoryFile(file)).rejects.toThrow(/bad\.yaml: not YAML or JSON/);
   });
+
+  it('reads the health a device reports', async () => {
+    const file = join(dir, 'health.yaml');
+    await writeFile(
+      file,
+      [
+        'pools:',
+        '  - name: p',
+        '    scope: { kind: node }',
+        '    devices:',
+        '      - name: gpu-0',
+        '        health: { status: healthy, timeoutSeconds: 30 }',
+        '      - name: gpu-1',
+        '        health: { status: unhealthy, message: ECC errors above threshold }',
+        '      - name: gpu-2',
+        '',
+      ].join('\n'),
+    );
+    expect((await loadInventoryFile(file)).pools[0]?.devices).toEqual([
+      { name: 'gpu-0', health: { status: 'healthy', timeoutSeconds: 30 } },
+      { name: 'gpu-1', health: { status: 'unhealthy', message: 'ECC errors above threshold' } },
+      { name: 'gpu-2' },
+    ]);
+  });
+
+  it.each([
+    ['an unknown status', '{ status: broken }', /devices\.0\.health\.status: Invalid option/],
+    [
+      'a timeout of zero',
+      '{ status: healthy, timeoutSeconds: 0 }',
+      /devices\.0\.health\.timeoutSeconds: Too small/,
+    ],
+    [
+      'a fractional timeout',
+      '{ status: healthy, timeoutSeconds: 1.5 }',
+      /devices\.0\.health\.timeoutSeconds: Invalid input: expected int/,
+    ],
+    [
+      'a message over 1024 characters',
+      `{ status: unknown, message: ${'x'.repeat(1025)} }`,
+      /devices\.0\.health\.message: Too big/,
+    ],
+    [
+      'a field it does not know',
+      '{ status: healthy, since: today }',
+      /devices\.0\.health: Unrecognized key: "since"/,
+    ],
+  ])('names the health field of %s', async (_, health, problem) => {
+    const file = join(dir, 'bad-health.yaml');
+    await writeFile(
+      file,
+      `pools:\n  - name: p\n    scope: { kind: node }\n    devices:\n      - name: gpu-0\n        health: ${health}\n`,
+    );
+    await expect(loadInventoryFile(file)).rejects.toThrow(problem);
+  });
 });

@@ -2,9 +2,15 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, status } from '@grpc/grpc-js';
-import type { ClientReadableStream } from '@grpc/grpc-js';
-import type { DriverInventory } from '@slicekeeper/contracts';
-import { publisher, registration, toDriverInventory } from '@slicekeeper/proto';
+import type { ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import type { DriverInventory, SyncStatus } from '@slicekeeper/contracts';
+import {
+  publishStatusRequest,
+  publisher,
+  registration,
+  toDriverInventory,
+} from '@slicekeeper/proto';
+import type { PublishFeedback } from '@slicekeeper/proto';
 import { waitFor } from '@slicekeeper/testing';
 import { DriverServer } from './driver-server';
 
@@ -40,6 +46,38 @@ function watch(endpoint: string, nodeName: string) {
       call.cancel();
       client.close();
     },
+  };
+}
+
+/** Calls NotifyPublishStatus as slicekeeper does; resolves with the error, if any. */
+async function notify(
+  endpoint: string,
+  request: publisher.NotifyPublishStatusRequest,
+): Promise<ServiceError | null> {
+  const client = new publisher.ResourcePublisherClient(endpoint, credentials.createInsecure());
+  try {
+    return await new Promise((resolve) => {
+      client.notifyPublishStatus(request, (error) => {
+        resolve(error);
+      });
+    });
+  } finally {
+    client.close();
+  }
+}
+
+/** A sync status as the syncer records it. */
+function syncStatus(fields: Partial<SyncStatus>): SyncStatus {
+  return {
+    outcome: 'synced',
+    snapshotGeneration: 4,
+    slices: [],
+    pools: [],
+    attempt: 1,
+    startedAt: '2026-01-02T03:04:05.000Z',
+    finishedAt: '2026-01-02T03:04:05.100Z',
+    writes: 1,
+    ...fields,
   };
 }
 
@@ -168,5 +206,108 @@ describe('DriverServer', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('streams the health the driver reports for each device', async () => {
+    const inventory: DriverInventory = {
+      pools: [
+        {
+          name: 'pool',
+          scope: { kind: 'node' },
+          devices: [
+            { name: 'gpu-0', health: { status: 'healthy', timeoutSeconds: 30 } },
+            { name: 'gpu-1', health: { status: 'unhealthy', message: 'ECC errors' } },
+            { name: 'gpu-2' },
+          ],
+        },
+      ],
+    };
+    const { server, endpoint } = await serve({ inventory: gpus(3) });
+    const seen = open(endpoint, 'node-a');
+    await waitFor(() => seen.inventories.length === 1);
+    server.publish(inventory);
+    await waitFor(() => seen.inventories.length === 2);
+    expect(seen.inventories[1]).toEqual(inventory);
+  });
+
+  it('hands every publish feedback to the driver', async () => {
+    const feedback: PublishFeedback[] = [];
+    const { server, endpoint } = await serve({ onFeedback: (f) => feedback.push(f) });
+    expect(server.lastFeedback).toBeUndefined();
+    const invalid = syncStatus({
+      outcome: 'invalid',
+      error: 'pools[0].devices[0].name: must be a DNS-1123 label',
+      problems: [{ field: 'pools[0].devices[0].name', message: 'must be a DNS-1123 label' }],
+    });
+    expect(await notify(endpoint, publishStatusRequest('node-a', invalid))).toBeNull();
+    const synced = syncStatus({
+      snapshotGeneration: 5,
+      slices: ['00000-gpu.example.com-node-a-x7k2p'],
+      droppedFields: ['spec.devices[*].taints (DRADeviceTaints)'],
+    });
+    expect(await notify(endpoint, publishStatusRequest('node-a', synced))).toBeNull();
+    expect(feedback).toEqual([
+      {
+        nodeName: 'node-a',
+        snapshotGeneration: 4,
+        outcome: 'invalid',
+        problems: [{ field: 'pools[0].devices[0].name', message: 'must be a DNS-1123 label' }],
+        droppedFields: [],
+        sliceNames: [],
+        error: 'pools[0].devices[0].name: must be a DNS-1123 label',
+      },
+      {
+        nodeName: 'node-a',
+        snapshotGeneration: 5,
+        outcome: 'synced',
+        problems: [],
+        droppedFields: ['spec.devices[*].taints (DRADeviceTaints)'],
+        sliceNames: ['00000-gpu.example.com-node-a-x7k2p'],
+      },
+    ]);
+    expect(server.lastFeedback).toEqual(feedback[1]);
+  });
+
+  it('refuses feedback it cannot read, naming the field', async () => {
+    const feedback: PublishFeedback[] = [];
+    const { server, endpoint } = await serve({ onFeedback: (f) => feedback.push(f) });
+    const error = await notify(
+      endpoint,
+      publisher.NotifyPublishStatusRequest.fromPartial({
+        nodeName: 'node-a',
+        snapshotGeneration: 1n,
+      }),
+    );
+    expect(error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(error?.details).toMatch(
+      /^outcome: must be one of PUBLISH_OUTCOME_PUBLISHED, .* \(is 0\)$/,
+    );
+    expect(feedback).toEqual([]);
+    expect(server.lastFeedback).toBeUndefined();
+  });
+
+  it('answers the feedback even when the handler throws', async () => {
+    const { server, endpoint } = await serve({
+      onFeedback: () => {
+        throw new Error('driver bug');
+      },
+    });
+    expect(await notify(endpoint, publishStatusRequest('n', syncStatus({})))).toBeNull();
+    expect(server.lastFeedback?.outcome).toBe('synced');
+  });
+
+  it('answers Unimplemented when told not to serve feedback, and still streams', async () => {
+    const feedback: PublishFeedback[] = [];
+    const { endpoint } = await serve({
+      inventory: gpus(1),
+      servePublishStatus: false,
+      onFeedback: (f) => feedback.push(f),
+    });
+    const error = await notify(endpoint, publishStatusRequest('n', syncStatus({})));
+    expect(error?.code).toBe(status.UNIMPLEMENTED);
+    expect(feedback).toEqual([]);
+    const seen = open(endpoint, 'n');
+    await waitFor(() => seen.inventories.length === 1);
+    expect(seen.inventories[0]).toEqual(gpus(1));
   });
 });

@@ -3,9 +3,16 @@ import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import { DRA_PLUGIN_TYPE, SUPPORTED_PUBLISHER_VERSIONS } from '@slicekeeper/contracts';
 import type { DriverInventory } from '@slicekeeper/contracts';
+import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { fromDriverInventory, parseEndpoint, publisher, registration } from '@slicekeeper/proto';
-import type { PluginEndpoint } from '@slicekeeper/proto';
+import {
+  fromDriverInventory,
+  parseEndpoint,
+  publishFeedback,
+  publisher,
+  registration,
+} from '@slicekeeper/proto';
+import type { PluginEndpoint, PublishFeedback } from '@slicekeeper/proto';
 
 export interface DriverServerOptions {
   /** The DRA driver name GetInfo reports, e.g. `gpu.example.com`. */
@@ -17,14 +24,29 @@ export interface DriverServerOptions {
   endpoint: string;
   /** ResourcePublisher versions GetInfo reports. @defaultValue `['v1.ResourcePublisher']` */
   supportedVersions?: readonly string[];
-  /** The inventory to serve from the start; streams wait for `publish` when unset. */
+  /**
+   * The inventory to serve from the start; streams wait for `publish` when unset. A device's
+   * `health` is sent as the driver reports it (slicekeeper taints an unhealthy device).
+   */
   inventory?: DriverInventory;
+  /** Logs serving, the registration status and every publish feedback (at info). */
   logger?: Logger;
   /**
    * Send the inventory once per stream, then end it (EOF), as drivers that report once do.
    * @defaultValue false
    */
   reportOnce?: boolean;
+  /**
+   * Called with what slicekeeper made of the inventory, each time it calls NotifyPublishStatus
+   * (after each change of the outcome). The call is answered whatever the callback does.
+   */
+  onFeedback?: (feedback: PublishFeedback) => void;
+  /**
+   * Serve NotifyPublishStatus. False leaves it out, so that slicekeeper gets Unimplemented, as
+   * from a driver written before the RPC existed (and does not ask again on that connection).
+   * @defaultValue true
+   */
+  servePublishStatus?: boolean;
 }
 
 /**
@@ -40,9 +62,10 @@ interface OpenStream {
 
 /**
  * What a DRA driver needs to serve slicekeeper: the kubelet plugin-registration service
- * (`GetInfo`, `NotifyRegistrationStatus`) and `ResourcePublisher.WatchResources`, on one unix
- * socket or TCP port. The driver pushes complete inventories with `publish`; every open stream
- * (and every stream opened later) gets the latest one for its node.
+ * (`GetInfo`, `NotifyRegistrationStatus`) and `ResourcePublisher` (`WatchResources`,
+ * `NotifyPublishStatus`), on one unix socket or TCP port. The driver pushes complete
+ * inventories with `publish`; every open stream (and every stream opened later) gets the latest
+ * one for its node. What slicekeeper made of them comes back through `onFeedback`.
  */
 export class DriverServer {
   private readonly options: DriverServerOptions;
@@ -54,6 +77,7 @@ export class DriverServer {
   private calls = 0;
   private boundEndpoint: string | undefined;
   private lastStatus: registration.RegistrationStatus | undefined;
+  private latestFeedback: PublishFeedback | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(options: DriverServerOptions) {
@@ -87,6 +111,20 @@ export class DriverServer {
       watchResources: (call: OpenStream['call']) => {
         this.onWatch(call);
       },
+      // A method left out is answered Unimplemented by grpc-js, as by any gRPC server.
+      ...(options.servePublishStatus === false
+        ? {}
+        : {
+            notifyPublishStatus: (
+              call: ServerUnaryCall<
+                publisher.NotifyPublishStatusRequest,
+                publisher.NotifyPublishStatusResponse
+              >,
+              callback: sendUnaryData<publisher.NotifyPublishStatusResponse>,
+            ) => {
+              this.onPublishStatus(call.request, callback);
+            },
+          }),
     });
   }
 
@@ -132,6 +170,11 @@ export class DriverServer {
   /** What the last NotifyRegistrationStatus said. */
   get registrationStatus(): registration.RegistrationStatus | undefined {
     return this.lastStatus;
+  }
+
+  /** What the last NotifyPublishStatus said, once slicekeeper has called it. */
+  get lastFeedback(): PublishFeedback | undefined {
+    return this.latestFeedback;
   }
 
   /**
@@ -196,6 +239,39 @@ export class DriverServer {
     call.on('close', () => this.streams.delete(stream));
     const message = this.byNode.get(stream.nodeName) ?? this.fallback;
     if (message !== undefined) this.send(stream, message);
+  }
+
+  private onPublishStatus(
+    request: publisher.NotifyPublishStatusRequest,
+    callback: sendUnaryData<publisher.NotifyPublishStatusResponse>,
+  ): void {
+    let feedback: PublishFeedback;
+    try {
+      feedback = publishFeedback(request);
+    } catch (error) {
+      this.options.logger?.warn({ err: errorMessage(error) }, 'publish feedback refused');
+      callback({ code: status.INVALID_ARGUMENT, details: errorMessage(error) });
+      return;
+    }
+    this.latestFeedback = feedback;
+    this.options.logger?.info(
+      {
+        node: feedback.nodeName,
+        outcome: feedback.outcome,
+        snapshotGeneration: feedback.snapshotGeneration,
+        problems: feedback.problems,
+        droppedFields: feedback.droppedFields,
+        slices: feedback.sliceNames,
+        ...(feedback.error === undefined ? {} : { error: feedback.error }),
+      },
+      'publish feedback',
+    );
+    try {
+      this.options.onFeedback?.(feedback);
+    } catch (error) {
+      this.options.logger?.error({ err: errorMessage(error) }, 'feedback handler failed');
+    }
+    callback(null, {});
   }
 
   private send(stream: OpenStream, message: publisher.DriverResources): void {

@@ -24,6 +24,7 @@ function gpu(index: number, memory: string): publisher.Device {
     capacity: { memory: { value: memory } },
     taints: [],
     consumesCounters: [],
+    health: undefined,
   };
 }
 

@@ -30,7 +30,14 @@ const inventory: DriverInventory = {
           consumesCounters: [
             { counterSet: 'gpu-0-counters', counters: { memory: { value: '40Gi' } } },
           ],
+          health: {
+            status: 'unhealthy',
+            message: 'ECC errors above threshold',
+            timeoutSeconds: 30,
+          },
         },
+        { name: 'gpu-1', health: { status: 'healthy' } },
+        { name: 'gpu-2', health: { status: 'unknown', timeoutSeconds: 86_400 } },
       ],
       sharedCounters: [{ name: 'gpu-0-counters', counters: { memory: { value: '80Gi' } } }],
     },
@@ -221,5 +228,173 @@ describe('int64 range', () => {
     expect(() => toDriverInventory(decoded(2n ** 63n - 1n), { nodeName: 'n' })).toThrow(
       /attributes\[example\.com\/x\]\.int: 9223372036854775807 is outside/,
     );
+  });
+});
+
+describe('device health', () => {
+  /** A decoded message of one pool `p` with devices `d0` (no health) and `d1` of `health`. */
+  function decoded(health: Partial<publisher.DeviceHealth>): publisher.DriverResources {
+    const message = publisher.DriverResources.fromPartial({
+      pools: [{ name: 'p', devices: [{ name: 'd0' }, { name: 'd1', health }] }],
+    });
+    return publisher.DriverResources.decode(publisher.DriverResources.encode(message).finish());
+  }
+
+  function healthOf(health: Partial<publisher.DeviceHealth>) {
+    const mapping = mapDriverResources(decoded(health), { nodeName: 'n' });
+    if (mapping.kind === 'rejected') throw new Error(mapping.problem);
+    return mapping.inventory.pools[0]?.devices[1]?.health;
+  }
+
+  const { HEALTH_STATUS_HEALTHY, HEALTH_STATUS_UNHEALTHY, HEALTH_STATUS_UNKNOWN } =
+    publisher.HealthStatus;
+
+  it.each<[string, Partial<publisher.DeviceHealth>, unknown]>([
+    ['healthy', { status: HEALTH_STATUS_HEALTHY }, { status: 'healthy' }],
+    [
+      'unhealthy-with-message',
+      { status: HEALTH_STATUS_UNHEALTHY, message: 'ECC errors' },
+      { status: 'unhealthy', message: 'ECC errors' },
+    ],
+    ['unknown', { status: HEALTH_STATUS_UNKNOWN }, { status: 'unknown' }],
+    [
+      'unspecified-is-no-health',
+      { status: publisher.HealthStatus.HEALTH_STATUS_UNSPECIFIED, message: 'ignored' },
+      undefined,
+    ],
+    [
+      'empty-message-is-none',
+      { status: HEALTH_STATUS_HEALTHY, message: '' },
+      { status: 'healthy' },
+    ],
+    [
+      'longest-message',
+      { status: HEALTH_STATUS_UNHEALTHY, message: 'x'.repeat(1024) },
+      { status: 'unhealthy', message: 'x'.repeat(1024) },
+    ],
+    [
+      'whole-seconds',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 30n, nanos: 0 } },
+      { status: 'healthy', timeoutSeconds: 30 },
+    ],
+    [
+      'fraction-rounds-up',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 29n, nanos: 1 } },
+      { status: 'healthy', timeoutSeconds: 30 },
+    ],
+    [
+      'under-a-second-is-one',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 0n, nanos: 500_000_000 } },
+      { status: 'healthy', timeoutSeconds: 1 },
+    ],
+    [
+      'zero-timeout-is-none',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 0n, nanos: 0 } },
+      { status: 'healthy' },
+    ],
+    [
+      'one-day',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 86_400n, nanos: 0 } },
+      { status: 'healthy', timeoutSeconds: 86_400 },
+    ],
+  ])('maps %s', (_, health, expected) => {
+    expect(healthOf(health)).toEqual(expected);
+  });
+
+  it('leaves a device without health without one', () => {
+    const mapping = mapDriverResources(decoded({ status: HEALTH_STATUS_HEALTHY }), {
+      nodeName: 'n',
+    });
+    expect(mapping.kind === 'inventory' && mapping.inventory.pools[0]?.devices[0]).toEqual({
+      name: 'd0',
+    });
+  });
+
+  it.each<[string, Partial<publisher.DeviceHealth>, string]>([
+    [
+      'status-not-in-enum',
+      { status: 7 as publisher.HealthStatus },
+      'pools[0].devices[1].health.status: must be one of HEALTH_STATUS_UNSPECIFIED, ' +
+        'HEALTH_STATUS_HEALTHY, HEALTH_STATUS_UNHEALTHY, HEALTH_STATUS_UNKNOWN (is 7)',
+    ],
+    [
+      'message-too-long',
+      { status: HEALTH_STATUS_UNHEALTHY, message: 'x'.repeat(1025) },
+      'pools[0].devices[1].health.message: must be at most 1024 characters (is 1025)',
+    ],
+    [
+      'negative-timeout',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: -1n, nanos: -500_000_000 } },
+      'pools[0].devices[1].health.timeout: must not be negative (is -1.5s)',
+    ],
+    [
+      'negative-nanos',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 0n, nanos: -1 } },
+      'pools[0].devices[1].health.timeout: must not be negative (is -0.000000001s)',
+    ],
+    [
+      'over-a-day',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 86_400n, nanos: 1 } },
+      'pools[0].devices[1].health.timeout: must be at most 86400s (24h) (is 86400.000000001s)',
+    ],
+    [
+      'int64-timeout',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 2n ** 62n, nanos: 0 } },
+      'pools[0].devices[1].health.timeout: must be at most 86400s (24h) ' +
+        '(is 4611686018427387904s)',
+    ],
+    [
+      'nanos-out-of-range',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 1n, nanos: 1_000_000_000 } },
+      'pools[0].devices[1].health.timeout.nanos: must be within ±999999999 (is 1000000000)',
+    ],
+    [
+      'mixed-signs',
+      { status: HEALTH_STATUS_HEALTHY, timeout: { seconds: 5n, nanos: -1 } },
+      'pools[0].devices[1].health.timeout: seconds and nanos must have the same sign ' +
+        '(is 5s and -1ns)',
+    ],
+  ])('rejects %s, naming the field and the rule', (_, health, problem) => {
+    expect(mapDriverResources(decoded(health), { nodeName: 'n' })).toEqual({
+      kind: 'rejected',
+      problem,
+    });
+  });
+
+  it('lists every problem of one health', () => {
+    const health = {
+      status: HEALTH_STATUS_UNHEALTHY,
+      message: 'x'.repeat(2000),
+      timeout: { seconds: -5n, nanos: 0 },
+    };
+    expect(mapDriverResources(decoded(health), { nodeName: 'n' })).toEqual({
+      kind: 'rejected',
+      problem:
+        'pools[0].devices[1].health.message: must be at most 1024 characters (is 2000); ' +
+        'pools[0].devices[1].health.timeout: must not be negative (is -5s)',
+    });
+  });
+
+  it('sends a domain health as the driver means it', () => {
+    const message = fromDriverInventory({
+      pools: [
+        {
+          name: 'p',
+          scope: { kind: 'node' },
+          devices: [
+            { name: 'a', health: { status: 'unknown', message: 'no answer', timeoutSeconds: 10 } },
+            { name: 'b' },
+          ],
+        },
+      ],
+    });
+    expect(message.pools[0]?.devices.map((d) => d.health)).toEqual([
+      {
+        status: HEALTH_STATUS_UNKNOWN,
+        message: 'no answer',
+        timeout: { seconds: 10n, nanos: 0 },
+      },
+      undefined,
+    ]);
   });
 });

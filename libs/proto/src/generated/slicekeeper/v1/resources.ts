@@ -12,11 +12,15 @@ import {
   Client,
   type ClientOptions,
   type ClientReadableStream,
+  type ClientUnaryCall,
   type handleServerStreamingCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Duration } from "../../google/protobuf/duration";
 import { Timestamp } from "../../google/protobuf/timestamp";
 
 export const protobufPackage = "slicekeeper.v1";
@@ -32,6 +36,155 @@ export const protobufFileName = "slicekeeper/v1/resources.proto";
  * before it writes anything, and an inventory that breaks one is rejected as a whole (the key's
  * status says which field and which rule) until the driver sends a valid one.
  */
+
+/**
+ * HealthStatus is a device's health as KEP-4680 defines it. An unhealthy device is published
+ * with the taint `<driver>/unhealthy`, a device of unknown health with `<driver>/health-unknown`;
+ * the operator configures the taints' effect per driver (NoSchedule by default). A healthy
+ * device carries neither.
+ */
+export enum HealthStatus {
+  /** HEALTH_STATUS_UNSPECIFIED - The driver does not report health for this device: no health taint. */
+  HEALTH_STATUS_UNSPECIFIED = 0,
+  /** HEALTH_STATUS_HEALTHY - The device works: no health taint. */
+  HEALTH_STATUS_HEALTHY = 1,
+  /** HEALTH_STATUS_UNHEALTHY - The device does not work: tainted `<driver>/unhealthy`. */
+  HEALTH_STATUS_UNHEALTHY = 2,
+  /** HEALTH_STATUS_UNKNOWN - The driver cannot tell whether the device works: tainted `<driver>/health-unknown`. */
+  HEALTH_STATUS_UNKNOWN = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function healthStatusFromJSON(object: any): HealthStatus {
+  switch (object) {
+    case 0:
+    case "HEALTH_STATUS_UNSPECIFIED":
+      return HealthStatus.HEALTH_STATUS_UNSPECIFIED;
+    case 1:
+    case "HEALTH_STATUS_HEALTHY":
+      return HealthStatus.HEALTH_STATUS_HEALTHY;
+    case 2:
+    case "HEALTH_STATUS_UNHEALTHY":
+      return HealthStatus.HEALTH_STATUS_UNHEALTHY;
+    case 3:
+    case "HEALTH_STATUS_UNKNOWN":
+      return HealthStatus.HEALTH_STATUS_UNKNOWN;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return HealthStatus.UNRECOGNIZED;
+  }
+}
+
+export function healthStatusToJSON(object: HealthStatus): string {
+  switch (object) {
+    case HealthStatus.HEALTH_STATUS_UNSPECIFIED:
+      return "HEALTH_STATUS_UNSPECIFIED";
+    case HealthStatus.HEALTH_STATUS_HEALTHY:
+      return "HEALTH_STATUS_HEALTHY";
+    case HealthStatus.HEALTH_STATUS_UNHEALTHY:
+      return "HEALTH_STATUS_UNHEALTHY";
+    case HealthStatus.HEALTH_STATUS_UNKNOWN:
+      return "HEALTH_STATUS_UNKNOWN";
+    case HealthStatus.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** PublishOutcome is the outcome of a sync, one for one with slicekeeper's sync status. */
+export enum PublishOutcome {
+  /** PUBLISH_OUTCOME_UNSPECIFIED - Not sent by slicekeeper. */
+  PUBLISH_OUTCOME_UNSPECIFIED = 0,
+  /** PUBLISH_OUTCOME_PUBLISHED - The ResourceSlices match the driver's latest inventory (status "synced"). */
+  PUBLISH_OUTCOME_PUBLISHED = 1,
+  /** PUBLISH_OUTCOME_WITHDRAWN - The driver is not registered or has no inventory: its slices were deleted. */
+  PUBLISH_OUTCOME_WITHDRAWN = 2,
+  /**
+   * PUBLISH_OUTCOME_REMOVING - The plugin was removed: its slices stay until its removal grace ends, then they are
+   * withdrawn. Registering again in time keeps them.
+   */
+  PUBLISH_OUTCOME_REMOVING = 3,
+  /**
+   * PUBLISH_OUTCOME_INVALID - The inventory breaks a Kubernetes rule (see problems): nothing is published from it, and
+   * it is not retried until the driver sends a new one.
+   */
+  PUBLISH_OUTCOME_INVALID = 4,
+  /**
+   * PUBLISH_OUTCOME_CORRUPT - slicekeeper cannot read its own record of this driver: nothing published until the record
+   * is written anew (the driver sends a new inventory or registers again).
+   */
+  PUBLISH_OUTCOME_CORRUPT = 5,
+  /** PUBLISH_OUTCOME_NODE_MISSING - The node does not exist (any more): retried slowly. */
+  PUBLISH_OUTCOME_NODE_MISSING = 6,
+  /** PUBLISH_OUTCOME_FAILED - The API server refused for good (e.g. 403, 422): not retried until something changes. */
+  PUBLISH_OUTCOME_FAILED = 7,
+  /** PUBLISH_OUTCOME_RETRYING - A transient error; being retried with backoff. */
+  PUBLISH_OUTCOME_RETRYING = 8,
+  UNRECOGNIZED = -1,
+}
+
+export function publishOutcomeFromJSON(object: any): PublishOutcome {
+  switch (object) {
+    case 0:
+    case "PUBLISH_OUTCOME_UNSPECIFIED":
+      return PublishOutcome.PUBLISH_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "PUBLISH_OUTCOME_PUBLISHED":
+      return PublishOutcome.PUBLISH_OUTCOME_PUBLISHED;
+    case 2:
+    case "PUBLISH_OUTCOME_WITHDRAWN":
+      return PublishOutcome.PUBLISH_OUTCOME_WITHDRAWN;
+    case 3:
+    case "PUBLISH_OUTCOME_REMOVING":
+      return PublishOutcome.PUBLISH_OUTCOME_REMOVING;
+    case 4:
+    case "PUBLISH_OUTCOME_INVALID":
+      return PublishOutcome.PUBLISH_OUTCOME_INVALID;
+    case 5:
+    case "PUBLISH_OUTCOME_CORRUPT":
+      return PublishOutcome.PUBLISH_OUTCOME_CORRUPT;
+    case 6:
+    case "PUBLISH_OUTCOME_NODE_MISSING":
+      return PublishOutcome.PUBLISH_OUTCOME_NODE_MISSING;
+    case 7:
+    case "PUBLISH_OUTCOME_FAILED":
+      return PublishOutcome.PUBLISH_OUTCOME_FAILED;
+    case 8:
+    case "PUBLISH_OUTCOME_RETRYING":
+      return PublishOutcome.PUBLISH_OUTCOME_RETRYING;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return PublishOutcome.UNRECOGNIZED;
+  }
+}
+
+export function publishOutcomeToJSON(object: PublishOutcome): string {
+  switch (object) {
+    case PublishOutcome.PUBLISH_OUTCOME_UNSPECIFIED:
+      return "PUBLISH_OUTCOME_UNSPECIFIED";
+    case PublishOutcome.PUBLISH_OUTCOME_PUBLISHED:
+      return "PUBLISH_OUTCOME_PUBLISHED";
+    case PublishOutcome.PUBLISH_OUTCOME_WITHDRAWN:
+      return "PUBLISH_OUTCOME_WITHDRAWN";
+    case PublishOutcome.PUBLISH_OUTCOME_REMOVING:
+      return "PUBLISH_OUTCOME_REMOVING";
+    case PublishOutcome.PUBLISH_OUTCOME_INVALID:
+      return "PUBLISH_OUTCOME_INVALID";
+    case PublishOutcome.PUBLISH_OUTCOME_CORRUPT:
+      return "PUBLISH_OUTCOME_CORRUPT";
+    case PublishOutcome.PUBLISH_OUTCOME_NODE_MISSING:
+      return "PUBLISH_OUTCOME_NODE_MISSING";
+    case PublishOutcome.PUBLISH_OUTCOME_FAILED:
+      return "PUBLISH_OUTCOME_FAILED";
+    case PublishOutcome.PUBLISH_OUTCOME_RETRYING:
+      return "PUBLISH_OUTCOME_RETRYING";
+    case PublishOutcome.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
 
 export interface WatchResourcesRequest {
   /** The node the watcher holds this stream for; empty for a cluster-scoped plugin. */
@@ -153,6 +306,11 @@ export interface Device {
   taints: DeviceTaint[];
   /** Counters this device consumes from the pool's counter sets: at most 2 entries per device. */
   consumesCounters: DeviceCounterConsumption[];
+  /**
+   * The device's health (KEP-4680). Unset means the driver does not report health for this
+   * device, as does a status of HEALTH_STATUS_UNSPECIFIED: the device is published as it is.
+   */
+  health: DeviceHealth | undefined;
 }
 
 export interface Device_AttributesEntry {
@@ -163,6 +321,29 @@ export interface Device_AttributesEntry {
 export interface Device_CapacityEntry {
   key: string;
   value: DeviceCapacity | undefined;
+}
+
+/**
+ * DeviceHealth is what the driver says of a device's health, in KEP-4680's terms. It is not
+ * published as such: slicekeeper turns it into a device taint of its own, beside the driver's
+ * taints. Only the taint changes when the health does (one slice update, no re-layout).
+ */
+export interface DeviceHealth {
+  status: HealthStatus;
+  /**
+   * Without a new DriverResources message on the stream for this long, slicekeeper considers the
+   * device's health unknown (as if the driver had said HEALTH_STATUS_UNKNOWN) until the next
+   * message. Counted in whole seconds, rounded up; at most 24 hours. Unset or zero: the health
+   * holds until the next message.
+   */
+  timeout:
+    | Duration
+    | undefined;
+  /**
+   * Why, in the driver's words, e.g. "ECC errors above threshold": at most 1024 characters.
+   * Shown in slicekeeper's status; not published.
+   */
+  message: string;
 }
 
 /** DeviceAttribute holds exactly one value (resource.k8s.io/v1 DeviceAttribute). */
@@ -232,6 +413,45 @@ export interface CounterSet_CountersEntry {
 export interface Counter {
   /** A Kubernetes quantity. */
   value: string;
+}
+
+/**
+ * NotifyPublishStatusRequest is the outcome of slicekeeper's last sync of this (node, driver):
+ * what it published from the driver's inventory, or why it did not.
+ */
+export interface NotifyPublishStatusRequest {
+  /** The node the outcome is for; empty for a cluster-scoped plugin. */
+  nodeName: string;
+  /**
+   * The inventory the outcome concerns: slicekeeper numbers the inventories it stores for this
+   * (node, driver) one by one from 1 (a higher number is a newer inventory); 0 when it has none.
+   */
+  snapshotGeneration: bigint;
+  outcome: PublishOutcome;
+  /** Why the inventory was refused (PUBLISH_OUTCOME_INVALID): every problem with its field path. */
+  problems: FieldProblem[];
+  /**
+   * Fields the API server dropped from what was published (a feature gate is off), each with
+   * the gate that likely guards it, e.g. "spec.devices[*].taints (DRADeviceTaints)". The
+   * outcome is still PUBLISHED: what the server stored is what the scheduler sees.
+   */
+  droppedFields: string[];
+  /** Names of the ResourceSlices that hold the driver's devices now. */
+  sliceNames: string[];
+  /** Why the sync did not succeed; empty when it did. */
+  error: string;
+}
+
+/** FieldProblem is one problem of an invalid inventory. */
+export interface FieldProblem {
+  /** The field's path in DriverResources, e.g. "pools[0].devices[3].name". */
+  field: string;
+  /** The rule it breaks. */
+  message: string;
+}
+
+/** NotifyPublishStatusResponse is the driver's (empty) answer to NotifyPublishStatus. */
+export interface NotifyPublishStatusResponse {
 }
 
 function createBaseWatchResourcesRequest(): WatchResourcesRequest {
@@ -921,7 +1141,7 @@ export const NodeSelectorRequirement: MessageFns<NodeSelectorRequirement> = {
 };
 
 function createBaseDevice(): Device {
-  return { name: "", attributes: {}, capacity: {}, taints: [], consumesCounters: [] };
+  return { name: "", attributes: {}, capacity: {}, taints: [], consumesCounters: [], health: undefined };
 }
 
 export const Device: MessageFns<Device> = {
@@ -940,6 +1160,9 @@ export const Device: MessageFns<Device> = {
     }
     for (const v of message.consumesCounters) {
       DeviceCounterConsumption.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.health !== undefined) {
+      DeviceHealth.encode(message.health, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1003,6 +1226,14 @@ export const Device: MessageFns<Device> = {
             message.consumesCounters.push(DeviceCounterConsumption.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.health = DeviceHealth.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1052,6 +1283,7 @@ export const Device: MessageFns<Device> = {
         : globalThis.Array.isArray(object?.consumes_counters)
         ? object.consumes_counters.map((e: any) => DeviceCounterConsumption.fromJSON(e))
         : [],
+      health: isSet(object.health) ? DeviceHealth.fromJSON(object.health) : undefined,
     };
   },
 
@@ -1084,6 +1316,9 @@ export const Device: MessageFns<Device> = {
     if (message.consumesCounters?.length) {
       obj.consumesCounters = message.consumesCounters.map((e) => DeviceCounterConsumption.toJSON(e));
     }
+    if (message.health !== undefined) {
+      obj.health = DeviceHealth.toJSON(message.health);
+    }
     return obj;
   },
 
@@ -1113,6 +1348,9 @@ export const Device: MessageFns<Device> = {
     );
     message.taints = object.taints?.map((e) => DeviceTaint.fromPartial(e)) || [];
     message.consumesCounters = object.consumesCounters?.map((e) => DeviceCounterConsumption.fromPartial(e)) || [];
+    message.health = (object.health !== undefined && object.health !== null)
+      ? DeviceHealth.fromPartial(object.health)
+      : undefined;
     return message;
   },
 };
@@ -1287,6 +1525,109 @@ export const Device_CapacityEntry: MessageFns<Device_CapacityEntry> = {
     message.value = (object.value !== undefined && object.value !== null)
       ? DeviceCapacity.fromPartial(object.value)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseDeviceHealth(): DeviceHealth {
+  return { status: 0, timeout: undefined, message: "" };
+}
+
+export const DeviceHealth: MessageFns<DeviceHealth> = {
+  encode(message: DeviceHealth, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== 0) {
+      writer.uint32(8).int32(message.status);
+    }
+    if (message.timeout !== undefined) {
+      Duration.encode(message.timeout, writer.uint32(18).fork()).join();
+    }
+    if (message.message !== "") {
+      writer.uint32(26).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeviceHealth {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeviceHealth();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.timeout = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeviceHealth {
+    return {
+      status: isSet(object.status) ? healthStatusFromJSON(object.status) : 0,
+      timeout: isSet(object.timeout) ? Duration.fromJSON(object.timeout) : undefined,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: DeviceHealth): unknown {
+    const obj: any = {};
+    if (message.status !== 0) {
+      obj.status = healthStatusToJSON(message.status);
+    }
+    if (message.timeout !== undefined) {
+      obj.timeout = Duration.toJSON(message.timeout);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeviceHealth>): DeviceHealth {
+    return DeviceHealth.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeviceHealth>): DeviceHealth {
+    const message = createBaseDeviceHealth();
+    message.status = object.status ?? 0;
+    message.timeout = (object.timeout !== undefined && object.timeout !== null)
+      ? Duration.fromPartial(object.timeout)
+      : undefined;
+    message.message = object.message ?? "";
     return message;
   },
 };
@@ -2108,6 +2449,339 @@ export const Counter: MessageFns<Counter> = {
   },
 };
 
+function createBaseNotifyPublishStatusRequest(): NotifyPublishStatusRequest {
+  return {
+    nodeName: "",
+    snapshotGeneration: 0n,
+    outcome: 0,
+    problems: [],
+    droppedFields: [],
+    sliceNames: [],
+    error: "",
+  };
+}
+
+export const NotifyPublishStatusRequest: MessageFns<NotifyPublishStatusRequest> = {
+  encode(message: NotifyPublishStatusRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeName !== "") {
+      writer.uint32(10).string(message.nodeName);
+    }
+    if (message.snapshotGeneration !== 0n) {
+      if (BigInt.asIntN(64, message.snapshotGeneration) !== message.snapshotGeneration) {
+        throw new globalThis.Error("value provided for field message.snapshotGeneration of type int64 too large");
+      }
+      writer.uint32(16).int64(message.snapshotGeneration);
+    }
+    if (message.outcome !== 0) {
+      writer.uint32(24).int32(message.outcome);
+    }
+    for (const v of message.problems) {
+      FieldProblem.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.droppedFields) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.sliceNames) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.error !== "") {
+      writer.uint32(58).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NotifyPublishStatusRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNotifyPublishStatusRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.snapshotGeneration = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.problems.push(FieldProblem.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.droppedFields.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.sliceNames.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NotifyPublishStatusRequest {
+    return {
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+      snapshotGeneration: isSet(object.snapshotGeneration)
+        ? BigInt(object.snapshotGeneration)
+        : isSet(object.snapshot_generation)
+        ? BigInt(object.snapshot_generation)
+        : 0n,
+      outcome: isSet(object.outcome) ? publishOutcomeFromJSON(object.outcome) : 0,
+      problems: globalThis.Array.isArray(object?.problems)
+        ? object.problems.map((e: any) => FieldProblem.fromJSON(e))
+        : [],
+      droppedFields: globalThis.Array.isArray(object?.droppedFields)
+        ? object.droppedFields.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.dropped_fields)
+        ? object.dropped_fields.map((e: any) => globalThis.String(e))
+        : [],
+      sliceNames: globalThis.Array.isArray(object?.sliceNames)
+        ? object.sliceNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.slice_names)
+        ? object.slice_names.map((e: any) => globalThis.String(e))
+        : [],
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+    };
+  },
+
+  toJSON(message: NotifyPublishStatusRequest): unknown {
+    const obj: any = {};
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.snapshotGeneration !== 0n) {
+      obj.snapshotGeneration = message.snapshotGeneration.toString();
+    }
+    if (message.outcome !== 0) {
+      obj.outcome = publishOutcomeToJSON(message.outcome);
+    }
+    if (message.problems?.length) {
+      obj.problems = message.problems.map((e) => FieldProblem.toJSON(e));
+    }
+    if (message.droppedFields?.length) {
+      obj.droppedFields = message.droppedFields;
+    }
+    if (message.sliceNames?.length) {
+      obj.sliceNames = message.sliceNames;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NotifyPublishStatusRequest>): NotifyPublishStatusRequest {
+    return NotifyPublishStatusRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NotifyPublishStatusRequest>): NotifyPublishStatusRequest {
+    const message = createBaseNotifyPublishStatusRequest();
+    message.nodeName = object.nodeName ?? "";
+    message.snapshotGeneration = (object.snapshotGeneration !== undefined && object.snapshotGeneration !== null)
+      ? BigInt(object.snapshotGeneration)
+      : 0n;
+    message.outcome = object.outcome ?? 0;
+    message.problems = object.problems?.map((e) => FieldProblem.fromPartial(e)) || [];
+    message.droppedFields = object.droppedFields?.map((e) => e) || [];
+    message.sliceNames = object.sliceNames?.map((e) => e) || [];
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseFieldProblem(): FieldProblem {
+  return { field: "", message: "" };
+}
+
+export const FieldProblem: MessageFns<FieldProblem> = {
+  encode(message: FieldProblem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.field !== "") {
+      writer.uint32(10).string(message.field);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FieldProblem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFieldProblem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.field = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FieldProblem {
+    return {
+      field: isSet(object.field) ? globalThis.String(object.field) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: FieldProblem): unknown {
+    const obj: any = {};
+    if (message.field !== "") {
+      obj.field = message.field;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FieldProblem>): FieldProblem {
+    return FieldProblem.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FieldProblem>): FieldProblem {
+    const message = createBaseFieldProblem();
+    message.field = object.field ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseNotifyPublishStatusResponse(): NotifyPublishStatusResponse {
+  return {};
+}
+
+export const NotifyPublishStatusResponse: MessageFns<NotifyPublishStatusResponse> = {
+  encode(_: NotifyPublishStatusResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NotifyPublishStatusResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNotifyPublishStatusResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): NotifyPublishStatusResponse {
+    return {};
+  },
+
+  toJSON(_: NotifyPublishStatusResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<NotifyPublishStatusResponse>): NotifyPublishStatusResponse {
+    return NotifyPublishStatusResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<NotifyPublishStatusResponse>): NotifyPublishStatusResponse {
+    const message = createBaseNotifyPublishStatusResponse();
+    return message;
+  },
+};
+
 /** ResourcePublisher is served by a DRA driver plugin. */
 export type ResourcePublisherService = typeof ResourcePublisherService;
 export const ResourcePublisherService = {
@@ -2127,6 +2801,25 @@ export const ResourcePublisherService = {
     responseSerialize: (value: DriverResources): Buffer => Buffer.from(DriverResources.encode(value).finish()),
     responseDeserialize: (value: Buffer): DriverResources => DriverResources.decode(value),
   },
+  /**
+   * Optional. Tells the driver what slicekeeper made of its inventory, as pluginregistration's
+   * NotifyRegistrationStatus tells it about its registration: slicekeeper calls it after each
+   * change of the (node, driver)'s sync outcome, on the connection it streams WatchResources
+   * on. The call is informational; the driver's answer changes nothing. A driver that does not
+   * implement it answers Unimplemented (the gRPC default for an unknown method) and is never
+   * asked again on that connection.
+   */
+  notifyPublishStatus: {
+    path: "/slicekeeper.v1.ResourcePublisher/NotifyPublishStatus" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: NotifyPublishStatusRequest): Buffer =>
+      Buffer.from(NotifyPublishStatusRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): NotifyPublishStatusRequest => NotifyPublishStatusRequest.decode(value),
+    responseSerialize: (value: NotifyPublishStatusResponse): Buffer =>
+      Buffer.from(NotifyPublishStatusResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): NotifyPublishStatusResponse => NotifyPublishStatusResponse.decode(value),
+  },
 } as const;
 
 export interface ResourcePublisherServer extends UntypedServiceImplementation {
@@ -2137,6 +2830,15 @@ export interface ResourcePublisherServer extends UntypedServiceImplementation {
    * means "this plugin publishes nothing": its slices are withdrawn.
    */
   watchResources: handleServerStreamingCall<WatchResourcesRequest, DriverResources>;
+  /**
+   * Optional. Tells the driver what slicekeeper made of its inventory, as pluginregistration's
+   * NotifyRegistrationStatus tells it about its registration: slicekeeper calls it after each
+   * change of the (node, driver)'s sync outcome, on the connection it streams WatchResources
+   * on. The call is informational; the driver's answer changes nothing. A driver that does not
+   * implement it answers Unimplemented (the gRPC default for an unknown method) and is never
+   * asked again on that connection.
+   */
+  notifyPublishStatus: handleUnaryCall<NotifyPublishStatusRequest, NotifyPublishStatusResponse>;
 }
 
 export interface ResourcePublisherClient extends Client {
@@ -2152,6 +2854,29 @@ export interface ResourcePublisherClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<DriverResources>;
+  /**
+   * Optional. Tells the driver what slicekeeper made of its inventory, as pluginregistration's
+   * NotifyRegistrationStatus tells it about its registration: slicekeeper calls it after each
+   * change of the (node, driver)'s sync outcome, on the connection it streams WatchResources
+   * on. The call is informational; the driver's answer changes nothing. A driver that does not
+   * implement it answers Unimplemented (the gRPC default for an unknown method) and is never
+   * asked again on that connection.
+   */
+  notifyPublishStatus(
+    request: NotifyPublishStatusRequest,
+    callback: (error: ServiceError | null, response: NotifyPublishStatusResponse) => void,
+  ): ClientUnaryCall;
+  notifyPublishStatus(
+    request: NotifyPublishStatusRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: NotifyPublishStatusResponse) => void,
+  ): ClientUnaryCall;
+  notifyPublishStatus(
+    request: NotifyPublishStatusRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: NotifyPublishStatusResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const ResourcePublisherClient = makeGenericClientConstructor(
