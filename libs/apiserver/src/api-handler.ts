@@ -379,6 +379,8 @@ export class ApiHandler {
         `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${unknown.join(', ')}`,
       );
     }
+    // An apply configuration is defaulted only once merged (see apply()).
+    if (!partial) type.applyDefaults(object, this.now());
     return { object, warnings: validation === 'Warn' ? unknown : [] };
   }
 
@@ -792,7 +794,8 @@ export class ApiHandler {
       manager: this.manager(req),
       apiVersion: req.type.apiVersion,
       subresource: req.subresource,
-      resetFields: req.subresource === 'status' ? ['spec'] : req.type.resetFields,
+      resetFields:
+        req.subresource === 'status' ? (req.type.status?.resetFields ?? []) : req.type.resetFields,
       nowMs: this.now(),
     };
   }
@@ -906,20 +909,15 @@ export class ApiHandler {
       if (value === undefined) Reflect.deleteProperty(meta, key);
       else meta[key] = value;
     }
-    if (req.subresource === 'status') {
-      // Status updates change status only; metadata other than managed fields stays as it was.
-      const keep = structuredClone(liveMeta);
-      object.metadata = keep;
-      object.spec = liveObject.spec ?? {};
-    } else {
-      type.prepareForUpdate(object, liveObject, this.gates);
-    }
+    const statusStrategy = req.subresource === 'status' ? type.status : undefined;
+    if (statusStrategy !== undefined) statusStrategy.prepareForUpdate(object, liveObject);
+    else type.prepareForUpdate(object, liveObject, this.gates);
     metaOf(object).managedFields = encodeManagedFields(entries);
     const normalized = reorder(type.schema, object);
     const liveBody: JsonObject = {};
     for (const [k, v] of Object.entries(liveObject))
       if (k !== 'kind' && k !== 'apiVersion') liveBody[k] = v;
-    const errs = type.validateUpdate(normalized, liveBody);
+    const errs = (statusStrategy ?? type).validateUpdate(normalized, liveBody);
     if (errs.length > 0) throw apiErrors.invalid(groupKind(type), req.name, errs);
     if (jsonEqual(normalized, liveBody)) return this.render(req, live, 200, warnings);
     if (this.dryRun(req)) {
@@ -993,18 +991,25 @@ export class ApiHandler {
     } catch (error) {
       if (error instanceof PatchError) {
         if (error.code === 400) throw apiErrors.badRequest(error.message);
+        if (error.code === 500) throw apiErrors.unknown(500, error.message);
+        // NewGenericServerResponse(422, …, isUnexpectedResponse=false): the patch library's
+        // message is not in the Status, only the generic one.
         throw new ApiError(
           422,
           'Invalid',
           'the server rejected our request due to an error in our request',
-          {
-            causes: [{ reason: 'UnexpectedServerResponse', message: error.message }],
-          },
+          {},
         );
       }
       throw error;
     }
     const { object, warnings } = this.decode(req, patched, validation);
+    const patchedName = strAt(metaOf(object), 'name') ?? '';
+    if (patchedName !== req.name) {
+      throw apiErrors.badRequest(
+        `the name of the object (${patchedName}) does not match the name on the URL (${req.name})`,
+      );
+    }
     const liveEntries = decodeManagedFields(metaOf(live.object)) ?? [];
     const entries = trackUpdate(
       decodeManagedFields(metaOf(object)) ?? liveEntries,
@@ -1038,6 +1043,7 @@ export class ApiHandler {
     }
     const merged = result.object;
     metaOf(merged).name = req.name;
+    type.applyDefaults(merged, this.now());
     if (live === undefined) {
       const decoded = normalize(type.schema, merged);
       return this.createObject(req, decoded, result.entries, warnings);

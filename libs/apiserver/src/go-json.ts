@@ -158,3 +158,29 @@ export function goJsonSyntaxError(text: string): string {
     return error instanceof Error ? error.message : String(error);
   }
 }
+
+/** Go's `%v` of a float64: the shortest `%g`, which turns to an exponent from 1e+06 on. */
+function goFloat(n: number): string {
+  if (Number.isInteger(n)) return String(n);
+  const [mantissa = '', exponent = '0'] = n.toExponential().split('e');
+  const exp = Number(exponent);
+  if (exp >= -4 && exp < 6) return String(n);
+  return `${mantissa}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+}
+
+/**
+ * Go's `%v` of a value decoded from JSON, as apimachinery's error messages print patches:
+ * `map[key:value]` with sorted keys, `[a b]`, strings bare, `<nil>`. JSON integers print as
+ * integers (the server decodes them as int64), other numbers as float64.
+ */
+export function goFormatValue(value: unknown): string {
+  if (value === null || value === undefined) return '<nil>';
+  if (typeof value === 'number') return goFloat(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `[${value.map((v) => goFormatValue(v)).join(' ')}]`;
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  );
+  return `map[${entries.map(([k, v]) => `${k}:${goFormatValue(v)}`).join(' ')}]`;
+}

@@ -162,6 +162,12 @@ function wantsAggregatedDiscovery(accept: MediaRange[]): boolean | undefined {
 }
 
 function verbFor(method: string, route: Route, query: URLSearchParams): Verb | undefined {
+  if (route.subresource !== '') {
+    // A subresource is read, replaced and patched; other methods are not routed (405).
+    if (method === 'GET') return 'get';
+    if (method === 'PUT') return 'update';
+    return method === 'PATCH' ? 'patch' : undefined;
+  }
   const hasName = route.name !== '';
   const watchParam = query.get('watch');
   const watch = route.watchPath || watchParam === 'true' || watchParam === '1';
@@ -186,8 +192,9 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
 /**
  * An HTTP server that behaves like kube-apiserver 1.34 for Nodes and resource.k8s.io/v1
  * ResourceSlices: discovery, CRUD with the real preconditions and Status errors, selectors,
- * pagination, watches with bookmarks and bounded history, server-side apply, garbage collection
- * of a Node's slices, optional token auth, and test hooks.
+ * pagination, watches with bookmarks and bounded history, server-side apply, the Node `/status`
+ * subresource, garbage collection of a Node's slices, optional token auth, and test hooks. Device
+ * taints (with DRADeviceTaints on) are validated and defaulted as kube-apiserver 1.36 does.
  *
  * The hooks are methods here and, for other processes, JSON endpoints under `/_emulator/`
  * (never a Kubernetes path, no auth):
@@ -416,7 +423,7 @@ export class KubeEmulator {
       (t) => t.group === group && t.version === version && t.resource === resource,
     );
     if (type === undefined || extra.length > 0) return undefined;
-    if (subresource !== '' && (subresource !== 'status' || !type.hasStatusSubresource || watchPath))
+    if (subresource !== '' && (subresource !== 'status' || type.status === undefined || watchPath))
       return undefined;
     return { kind: 'resource', type, name: decodeURIComponent(name), subresource, watchPath };
   }

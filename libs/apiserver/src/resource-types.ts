@@ -10,7 +10,7 @@ import {
   stringMapAt,
 } from './api-schemas';
 import type { FieldError } from './field-errors';
-import { isJsonObject } from './object-schema';
+import { formatTime, isJsonObject } from './object-schema';
 import type { JsonObject, JsonValue, StructSchema } from './object-schema';
 import type { ResourceIndexing } from './object-store';
 import {
@@ -60,6 +60,15 @@ export interface TableColumn {
   readonly priority: number;
 }
 
+/** The `/status` subresource's strategy (the registry's `StatusStrategy`). */
+export interface StatusStrategy {
+  /** Top-level fields a status write ignores and field tracking leaves out (`spec`). */
+  readonly resetFields: readonly string[];
+  /** What a status write may not change is put back from the stored object. */
+  prepareForUpdate(obj: JsonObject, old: JsonObject): void;
+  validateUpdate(obj: JsonObject, old: JsonObject): FieldError[];
+}
+
 export interface ResourceType {
   readonly group: string;
   readonly version: string;
@@ -79,7 +88,14 @@ export interface ResourceType {
   readonly returnDeletedObject: boolean;
   /** Top-level fields the main resource ignores and field tracking leaves out (`status`). */
   readonly resetFields: readonly string[];
-  readonly hasStatusSubresource: boolean;
+  /** Set when the type has a `/status` subresource. */
+  readonly status?: StatusStrategy;
+  /**
+   * The API version's defaulting (`SetDefaults_*`), which the server runs on every object it
+   * decodes from a request, and on the result of a patch or an apply, before the strategy.
+   * Keeps the fields in struct order.
+   */
+  applyDefaults(obj: JsonObject, nowMs: number): void;
   prepareForCreate(obj: JsonObject, gates: FeatureGates): void;
   prepareForUpdate(obj: JsonObject, old: JsonObject, gates: FeatureGates): void;
   /** Mutating admission on create (the plugins a default kube-apiserver runs). */
@@ -280,7 +296,17 @@ export const resourceSliceType: ResourceType = {
   hasGeneration: true,
   returnDeletedObject: true,
   resetFields: [],
-  hasStatusSubresource: false,
+  applyDefaults(obj, nowMs) {
+    // SetDefaults_DeviceTaint (pkg/apis/resource/v1/defaults.go): a taint without timeAdded gets
+    // the current time, truncated to the second. It runs with DRADeviceTaints off too; the
+    // strategy then drops the taints.
+    for (const device of devicesOf(obj)) {
+      for (const taint of listAt(device, 'taints') ?? []) {
+        if (isJsonObject(taint) && (taint.timeAdded === undefined || taint.timeAdded === null))
+          taint.timeAdded = formatTime(nowMs);
+      }
+    }
+  },
   prepareForCreate(obj, gates) {
     metaOf(obj).generation = 1;
     dropDisabledSliceFields(obj, undefined, gates);
@@ -378,7 +404,33 @@ export const nodeType: ResourceType = {
   hasGeneration: false,
   returnDeletedObject: false,
   resetFields: ['status'],
-  hasStatusSubresource: true,
+  status: {
+    resetFields: ['spec'],
+    prepareForUpdate(obj, old) {
+      // nodeStatusStrategy.PrepareForUpdate (pkg/registry/core/node/strategy.go): the spec stays
+      // as stored, status.config only if it was set before. Metadata is the request's, as for
+      // any update (labels and annotations may change through /status).
+      obj.spec = structuredClone(old.spec ?? {});
+      const status = objAt(obj, 'status');
+      if (status !== undefined && objAt(old, 'status')?.config === undefined)
+        Reflect.deleteProperty(status, 'config');
+    },
+    // nodeStatusStrategy.ValidateUpdate is ValidateNodeUpdate alone.
+    validateUpdate: validateNodeUpdate,
+  },
+  applyDefaults(obj) {
+    // SetDefaults_NodeStatus (pkg/apis/core/v1/defaults.go): allocatable defaults to capacity.
+    const status = objAt(obj, 'status');
+    if (status === undefined || status.allocatable !== undefined) return;
+    const capacity = objAt(status, 'capacity');
+    if (capacity === undefined) return;
+    const ordered: JsonObject = {};
+    for (const [key, value] of Object.entries(status)) {
+      ordered[key] = value;
+      if (key === 'capacity') ordered.allocatable = structuredClone(capacity);
+    }
+    obj.status = ordered;
+  },
   prepareForCreate(obj) {
     const spec = objAt(obj, 'spec');
     if (spec !== undefined) Reflect.deleteProperty(spec, 'configSource');

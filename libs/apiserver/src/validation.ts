@@ -16,7 +16,8 @@ import type { FieldError } from './field-errors';
 /**
  * Validation with kube-apiserver 1.34's rules and messages (apimachinery's `validation` package,
  * `pkg/apis/core/validation` for metadata and Nodes, `pkg/apis/resource/validation` for
- * ResourceSlices). Messages are copied, not paraphrased: clients and tests match on them.
+ * ResourceSlices), device taints with 1.36's. Messages are copied, not paraphrased: clients and
+ * tests match on them.
  */
 
 const SEMVER =
@@ -241,7 +242,10 @@ const DEVICE_MAX_ID_LENGTH = 32;
 const DEVICE_MAX_DOMAIN_LENGTH = 63;
 const POOL_NAME_MAX_LENGTH = 253;
 const MAX_SHARED_COUNTERS = 8;
-const MAX_DEVICE_TAINTS = 4;
+/** `DeviceTaintsMaxLength`: 16 since 1.35 (4 before). */
+const MAX_DEVICE_TAINTS = 16;
+/** `validDeviceTaintEffects` as `sets.List` sorts them; `None` is valid since 1.35. */
+const DEVICE_TAINT_EFFECTS = ['NoExecute', 'NoSchedule', 'None'];
 
 /** `ValidateCSIDriverName`, which DRA driver names reuse: lowercased before the subdomain check. */
 function validateDriverName(driver: string, path: FieldPath): FieldError[] {
@@ -323,6 +327,10 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
   return errs;
 }
 
+/**
+ * `validateDeviceTaint` of kube-apiserver 1.36: the key is a label name (so required), the value
+ * an optional label value, the effect required and one of {@link DEVICE_TAINT_EFFECTS}.
+ */
 function validateDeviceTaint(taint: JsonObject, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   const key = strAt(taint, 'key') ?? '';
@@ -333,10 +341,9 @@ function validateDeviceTaint(taint: JsonObject, path: FieldPath): FieldError[] {
     for (const msg of labelValueProblems(value))
       errs.push(fieldError.invalid(path.child('value'), value, msg));
   const effect = strAt(taint, 'effect') ?? '';
-  const effects = ['NoExecute', 'NoSchedule'];
   if (effect === '') errs.push(fieldError.required(path.child('effect')));
-  else if (!effects.includes(effect))
-    errs.push(fieldError.notSupported(path.child('effect'), effect, effects));
+  else if (!DEVICE_TAINT_EFFECTS.includes(effect))
+    errs.push(fieldError.notSupported(path.child('effect'), effect, DEVICE_TAINT_EFFECTS));
   return errs;
 }
 
@@ -601,8 +608,12 @@ function validateResourceSliceSpec(
   if (sharedCounters !== undefined && spec.devices !== null && spec.devices !== undefined) {
     errs.push(fieldError.invalid(path, '', 'only one of `sharedCounters` or `devices` is allowed'));
   }
+  // haveDeviceTaints || haveConsumesCounters: a non-empty list on any device. (List-type
+  // attributes, the third case since 1.36, are not in this server's schema.)
   const advanced = devices.some(
-    (d) => isJsonObject(d) && (d.taints !== undefined || d.consumesCounters !== undefined),
+    (d) =>
+      isJsonObject(d) &&
+      ((listAt(d, 'taints') ?? []).length > 0 || (listAt(d, 'consumesCounters') ?? []).length > 0),
   );
   const maxDevices = advanced ? MAX_DEVICES_WITH_ADVANCED_FEATURES : MAX_DEVICES;
   const devicesPath = path.child('devices');

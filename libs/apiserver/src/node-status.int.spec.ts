@@ -1,0 +1,398 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { startKubeEmulator } from './start-kube-emulator';
+import type { RunningKubeEmulator } from './start-kube-emulator';
+
+/**
+ * The Node status subresource as kubectl and a controller use it: `GET/PUT/PATCH
+ * /api/v1/nodes/{name}/status` (pkg/registry/core/node: a status write keeps the stored spec, a
+ * main-resource write keeps the stored status), strategic merge patches of `status.conditions`
+ * merged by `type`, watch events, and the real server's Status bodies for failures.
+ */
+
+type Json = Record<string, unknown>;
+const run = promisify(execFile);
+const KUBECTL = '/usr/bin/kubectl';
+const NODES = '/api/v1/nodes';
+/** apimachinery's IsQualifiedName message for the name part of a label key. */
+const QUALIFIED_NAME_PART =
+  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+let dir: string;
+let running: RunningKubeEmulator;
+
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<{ status: number; body: Json }> {
+  const res = await fetch(`${running.url}${path}`, {
+    method,
+    headers: { Accept: 'application/json', 'Content-Type': contentType },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+async function kubectl(
+  ...args: string[]
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(
+      KUBECTL,
+      ['--kubeconfig', running.kubeconfigPath ?? '', '--cache-dir', join(dir, 'cache'), ...args],
+      { timeout: 20_000 },
+    );
+    return { stdout, stderr, code: 0 };
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: failed.stdout ?? '', stderr: failed.stderr ?? '', code: failed.code ?? 1 };
+  }
+}
+
+const READY = {
+  type: 'Ready',
+  status: 'True',
+  lastHeartbeatTime: '2026-01-01T00:00:00Z',
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+  reason: 'KubeletReady',
+  message: 'kubelet is posting ready status',
+};
+
+/** Creates node-a as a kubelet registers it: with a status that has a Ready condition. */
+async function createNode(): Promise<Json> {
+  const created = await call('POST', NODES, {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'node-a' },
+    status: { capacity: { cpu: '8' }, conditions: [READY] },
+  });
+  expect(created.status).toBe(201);
+  return created.body;
+}
+
+function metadataOf(node: Json): Json {
+  return node.metadata as Json;
+}
+
+function conditionTypes(node: Json): unknown[] {
+  const status = node.status as { conditions?: { type: string }[] };
+  return (status.conditions ?? []).map((c) => c.type);
+}
+
+/** Reads a watch on nodes from `resourceVersion` until the first event, then hangs up. */
+async function firstEvent(resourceVersion: string, write: () => Promise<unknown>): Promise<Json> {
+  const controller = new AbortController();
+  const res = await fetch(
+    `${running.url}${NODES}?watch=true&timeoutSeconds=20&resourceVersion=${resourceVersion}`,
+    { signal: controller.signal },
+  );
+  await write();
+  let buffered = '';
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      const newline = buffered.indexOf('\n');
+      if (newline >= 0) return JSON.parse(buffered.slice(0, newline)) as Json;
+    }
+  } finally {
+    controller.abort();
+  }
+  throw new Error('the watch ended without an event');
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'node-status-'));
+  running = await startKubeEmulator({ kubeconfigPath: join(dir, 'kubeconfig') });
+});
+
+afterEach(async () => {
+  await running.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+jest.setTimeout(30_000);
+
+describe('Node status subresource', () => {
+  it('kubectl patch --subresource=status merges a condition by type; kubectl get shows it', async () => {
+    await createNode();
+    const condition = {
+      type: 'DRAResourcesPublished',
+      status: 'True',
+      reason: 'Published',
+      message: 'all 1 drivers published',
+      lastHeartbeatTime: '2026-01-01T00:01:00Z',
+      lastTransitionTime: '2026-01-01T00:01:00Z',
+    };
+    const patched = await kubectl(
+      'patch',
+      'node',
+      'node-a',
+      '--subresource=status',
+      '--type=strategic',
+      '-p',
+      JSON.stringify({ status: { conditions: [condition] } }),
+    );
+    expect(patched).toMatchObject({ code: 0, stdout: 'node/node-a patched\n' });
+
+    const shown = parseYaml((await kubectl('get', 'node', 'node-a', '-o', 'yaml')).stdout) as Json;
+    // A condition new to the list comes first, as strategicpatch orders it; the kubelet's stays.
+    expect((shown.status as Json).conditions).toEqual([condition, READY]);
+
+    // The status changes, the heartbeat moves, lastTransitionTime is left out and so kept.
+    const flipped = await kubectl(
+      'patch',
+      'node',
+      'node-a',
+      '--subresource=status',
+      '--type=strategic',
+      '-p',
+      JSON.stringify({
+        status: {
+          conditions: [
+            {
+              type: 'DRAResourcesPublished',
+              status: 'False',
+              reason: 'PublishFailed',
+              lastHeartbeatTime: '2026-01-01T00:02:00Z',
+            },
+          ],
+        },
+      }),
+    );
+    expect(flipped).toMatchObject({ code: 0, stdout: 'node/node-a patched\n' });
+    const again = parseYaml((await kubectl('get', 'node', 'node-a', '-o', 'yaml')).stdout) as Json;
+    expect((again.status as Json).conditions).toEqual([
+      {
+        ...condition,
+        status: 'False',
+        reason: 'PublishFailed',
+        lastHeartbeatTime: '2026-01-01T00:02:00Z',
+      },
+      READY,
+    ]);
+
+    const table = (await kubectl('get', 'nodes')).stdout.trim().split('\n');
+    expect(table[1]?.split(/\s+/).slice(0, 2)).toEqual(['node-a', 'Ready']);
+  });
+
+  it('a status patch changes only the status, bumps the resourceVersion and is watched as MODIFIED', async () => {
+    const created = await createNode();
+    const rv = metadataOf(created).resourceVersion as string;
+    let patched: { status: number; body: Json } | undefined;
+    const event = await firstEvent(rv, async () => {
+      patched = await call(
+        'PATCH',
+        `${NODES}/node-a/status`,
+        {
+          metadata: { labels: { 'example.com/through-status': 'yes' } },
+          spec: { unschedulable: true },
+          status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }] },
+        },
+        'application/merge-patch+json',
+      );
+    });
+    expect(patched?.status).toBe(200);
+    const node = patched?.body ?? {};
+    // spec is the stored one; metadata is the request's (the node status strategy resets only
+    // the spec); a merge patch replaces the conditions list.
+    expect(node.spec).toEqual(created.spec);
+    expect(metadataOf(node).labels).toEqual({ 'example.com/through-status': 'yes' });
+    expect((node.status as Json).conditions).toEqual([
+      { type: 'Ready', status: 'False', reason: 'KubeletNotReady' },
+    ]);
+    expect(Number(metadataOf(node).resourceVersion)).toBeGreaterThan(Number(rv));
+    expect(event).toEqual({ type: 'MODIFIED', object: node });
+  });
+
+  it('PUT /status keeps the stored spec; PUT on the node keeps the stored status', async () => {
+    const created = await createNode();
+    const statusPut = await call('PUT', `${NODES}/node-a/status`, {
+      ...created,
+      spec: { ...(created.spec as Json), unschedulable: true },
+      status: { ...(created.status as Json), conditions: [{ ...READY, status: 'False' }] },
+    });
+    expect(statusPut.status).toBe(200);
+    expect(statusPut.body.spec).toEqual(created.spec);
+    expect((statusPut.body.status as Json).conditions).toEqual([{ ...READY, status: 'False' }]);
+
+    const nodePut = await call('PUT', `${NODES}/node-a`, {
+      ...statusPut.body,
+      spec: { ...(created.spec as Json), unschedulable: true },
+      status: { conditions: [] },
+    });
+    expect(nodePut.status).toBe(200);
+    expect(nodePut.body.spec).toMatchObject({ unschedulable: true });
+    expect(nodePut.body.status).toEqual(statusPut.body.status);
+
+    const got = await call('GET', `${NODES}/node-a/status`);
+    expect(got).toEqual({ status: 200, body: nodePut.body });
+  });
+
+  it('a JSON patch of /status adds a condition; a controller two-way patch keeps its order', async () => {
+    await createNode();
+    const added = await call(
+      'PATCH',
+      `${NODES}/node-a/status`,
+      [{ op: 'add', path: '/status/conditions/-', value: { type: 'X', status: 'True' } }],
+      'application/json-patch+json',
+    );
+    expect(added.status).toBe(200);
+    expect(conditionTypes(added.body)).toEqual(['Ready', 'X']);
+
+    // What client-go's CreateTwoWayMergePatch sends: the whole order, then the changed item.
+    const ordered = await call(
+      'PATCH',
+      `${NODES}/node-a/status`,
+      {
+        status: {
+          '$setElementOrder/conditions': [{ type: 'Ready' }, { type: 'X' }, { type: 'Y' }],
+          conditions: [{ type: 'Y', status: 'True' }],
+        },
+      },
+      'application/strategic-merge-patch+json',
+    );
+    expect(ordered.status).toBe(200);
+    expect(conditionTypes(ordered.body)).toEqual(['Ready', 'X', 'Y']);
+  });
+
+  it.each([
+    {
+      name: 'not-found',
+      request: () => call('GET', `${NODES}/ghost/status`),
+      want: {
+        status: 404,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'nodes "ghost" not found',
+          reason: 'NotFound',
+          details: { name: 'ghost', kind: 'nodes' },
+          code: 404,
+        },
+      },
+    },
+    {
+      name: 'unsupported-media-type',
+      request: () => call('PATCH', `${NODES}/node-a/status`, 'status: {}', 'text/plain'),
+      want: {
+        status: 415,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message:
+            'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml',
+          reason: 'UnsupportedMediaType',
+          code: 415,
+        },
+      },
+    },
+    {
+      name: 'invalid-label',
+      request: () =>
+        call(
+          'PATCH',
+          `${NODES}/node-a/status`,
+          { metadata: { labels: { 'bad key!': 'x' } } },
+          'application/merge-patch+json',
+        ),
+      want: {
+        status: 422,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `Node "node-a" is invalid: metadata.labels: Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
+          reason: 'Invalid',
+          details: {
+            name: 'node-a',
+            kind: 'Node',
+            causes: [
+              {
+                reason: 'FieldValueInvalid',
+                message: `Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
+                field: 'metadata.labels',
+              },
+            ],
+          },
+          code: 422,
+        },
+      },
+    },
+    {
+      name: 'failed-json-patch-test',
+      request: () =>
+        call(
+          'PATCH',
+          `${NODES}/node-a/status`,
+          [{ op: 'test', path: '/status/phase', value: 'Running' }],
+          'application/json-patch+json',
+        ),
+      want: {
+        status: 422,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'the server rejected our request due to an error in our request',
+          reason: 'Invalid',
+          details: {},
+          code: 422,
+        },
+      },
+    },
+    {
+      name: 'condition-without-merge-key',
+      request: () =>
+        call(
+          'PATCH',
+          `${NODES}/node-a/status`,
+          { status: { conditions: [{ status: 'True' }] } },
+          'application/strategic-merge-patch+json',
+        ),
+      want: {
+        status: 500,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'map: map[status:True] does not contain declared merge key: type',
+          code: 500,
+        },
+      },
+    },
+    {
+      name: 'delete-not-allowed',
+      request: () => call('DELETE', `${NODES}/node-a/status`),
+      want: {
+        status: 405,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'the server does not allow this method on the requested resource',
+          reason: 'MethodNotAllowed',
+          details: {},
+          code: 405,
+        },
+      },
+    },
+  ])('answers $name with the Status the real server sends', async ({ request, want }) => {
+    await createNode();
+    expect(await request()).toEqual(want);
+  });
+});
