@@ -182,7 +182,7 @@ describe('plugin routes', () => {
 
     it('asks for a sync of every registration, so that a restarted driver is published at once', async () => {
       await register({ node: 'node-a', endpoint: GPU });
-      const jobs = await h.queue.queue.getJobs(['waiting']);
+      const jobs = await h.queue.queue.getJobs(['waiting', 'prioritized']);
       expect(jobs.map((job) => job.data)).toEqual([
         { node: 'node-a', driver: 'gpu.example.com', reason: 'registered' },
       ]);
@@ -216,7 +216,7 @@ describe('plugin routes', () => {
       // The API's default grace (REMOVAL_GRACE, 30 s): a restarting driver keeps its slices.
       expect((removal?.withdrawAt ?? 0) - (removal?.removedAt ?? 0)).toBe(30_000);
       // One sync of the key waits (the registration's, which the removal's joined).
-      const jobs = await h.queue.queue.getJobs(['waiting']);
+      const jobs = await h.queue.queue.getJobs(['waiting', 'prioritized']);
       expect(jobs.map((job) => ({ node: job.data.node, driver: job.data.driver }))).toEqual([key]);
     });
 
