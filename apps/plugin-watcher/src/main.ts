@@ -12,6 +12,8 @@ void runService({
   build: ({ config, logger, registry, redis: connections }) => {
     const replicaId = config.REPLICA_ID ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
     const redis = connections.open('plugin-watcher');
+    // Subscriber mode: the sync outcomes passed on to the drivers (NotifyPublishStatus).
+    const feedbackSubscriber = connections.open('plugin-watcher-feedback');
     const queue = new SyncQueue({ connection: redis, prefix: config.REDIS_PREFIX });
     connections.addErrorSources(redis, queue.queue);
     // Checked before every dial: a registration that passed the API once is not trusted forever.
@@ -33,6 +35,7 @@ void runService({
       backoff: { initialMs: config.RECONNECT_INITIAL_DELAY, maxMs: config.RECONNECT_MAX_DELAY },
       logger,
       metrics: registry,
+      feedbackSubscriber,
     });
     return {
       probes: {

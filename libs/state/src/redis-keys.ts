@@ -30,6 +30,11 @@ export interface RedisKeys {
    * for the key; its slices are withdrawn once its `withdrawAt` has passed.
    */
   removal(key: SliceKey): string;
+  /**
+   * Pub/sub channel: the key's sync statuses (JSON `SyncStatus`) whenever what a driver is told
+   * of changes; the watcher holding the key's stream passes them on (`NotifyPublishStatus`).
+   */
+  feedbackChannel(key: SliceKey): string;
   /** String: the plugin-watcher replica (id) that owns the key's stream, with an expiry (shared mode). */
   watcherLease(key: SliceKey): string;
   /** Sorted set (all scores 0, ordered by key id): key ids with at least one registration. */
@@ -70,6 +75,7 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     registrations: (key) => tagged(key, 'registrations'),
     removal: (key) => tagged(key, 'removal'),
     watcherLease: (key) => tagged(key, 'watcher-lease'),
+    feedbackChannel: (key) => tagged(key, 'feedback'),
     registrationIndex: `${prefix}:registration-index`,
     dataset: `${prefix}:dataset`,
     registrationEvents: `${prefix}:registration-events`,

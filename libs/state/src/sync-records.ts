@@ -3,9 +3,16 @@ import {
   inventorySnapshotSchema,
   keyId,
   removalSchema,
+  streamStateSchema,
   syncStatusSchema,
 } from '@slicekeeper/contracts';
-import type { InventorySnapshot, Removal, SliceKey, SyncStatus } from '@slicekeeper/contracts';
+import type {
+  InventorySnapshot,
+  Removal,
+  SliceKey,
+  StreamState,
+  SyncStatus,
+} from '@slicekeeper/contracts';
 import { LuaScript, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 import { decodeOrUndefined, decodeRecord } from './codec';
@@ -30,7 +37,8 @@ export interface SyncRecordsOptions {
  * status, and records the outcome of each sync (status, the known-keys and orphan indexes). One
  * sync is one {@link SyncTurn}: two round trips, one that takes the key's guard with the reads
  * and one that records the outcome with the guard's release. Both are pipelines, not
- * transactions: the indexes live in other hash slots than the key's records. What is published
+ * transactions: the indexes live in other hash slots than the key's records. The key's stream state (written
+ * by the watcher) tells a sync whether the driver is unreachable. What is published
  * is not kept here: the syncer's informer cache of the cluster is the one view of it.
  */
 export class SyncRecords {
@@ -61,7 +69,8 @@ export class SyncRecords {
         .get(this.keys.snapshot(key))
         .hlen(this.keys.registrations(key))
         .get(this.keys.syncStatus(key))
-        .get(this.keys.removal(key));
+        .get(this.keys.removal(key))
+        .get(this.keys.streamState(key));
       limiter?.queueAcquire(pipeline);
     });
     if (taken === undefined) return undefined;
@@ -73,7 +82,7 @@ export class SyncRecords {
 }
 
 /** How many replies {@link SyncRecords.begin} reads before the write token's. */
-const READS = 4;
+const READS = 5;
 
 /* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
 const FORGET_SNAPSHOT = new LuaScript(
@@ -116,6 +125,13 @@ export class SyncTurn {
     return decodeRecord(removalSchema, raw, `removal of ${this.id}`);
   }
 
+  /** What the watcher last recorded of the key's stream. @throws CorruptRecordError */
+  streamState(): StreamState | undefined {
+    const raw = this.text(Read.StreamState);
+    if (raw === null) return undefined;
+    return decodeRecord(streamStateSchema, raw, `stream state of ${this.id}`);
+  }
+
   /**
    * The status the key's previous sync recorded; undefined when none or unreadable, which only
    * loses what a failed sync shows as still published.
@@ -131,13 +147,19 @@ export class SyncTurn {
    * Records the outcome and releases the guard, in one round trip: the key's status and the
    * indexes the outcome changes. A withdrawal with `forgetSnapshot` also deletes the snapshot,
    * unless the key registered again meanwhile: a registration then publishes from a fresh
-   * stream, never from the one that was removed.
+   * stream, never from the one that was removed. With `announce`, the status is also published
+   * on the key's feedback channel, for the watcher to tell the driver.
    */
-  async finish(status: SyncStatus, options: { forgetSnapshot?: boolean } = {}): Promise<void> {
+  async finish(
+    status: SyncStatus,
+    options: { forgetSnapshot?: boolean; announce?: boolean } = {},
+  ): Promise<void> {
     const id = this.id;
     const finishedAt = Date.parse(status.finishedAt);
     await this.guard.releaseWith((pipeline) => {
-      pipeline.set(this.keys.syncStatus(this.key), JSON.stringify(status));
+      const json = JSON.stringify(status);
+      pipeline.set(this.keys.syncStatus(this.key), json);
+      if (options.announce === true) pipeline.publish(this.keys.feedbackChannel(this.key), json);
       if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt, id);
       if (status.outcome === 'withdrawn') {
         pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
@@ -176,4 +198,5 @@ enum Read {
   Registrations,
   Status,
   Removal,
+  StreamState,
 }

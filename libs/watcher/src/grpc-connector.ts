@@ -1,4 +1,4 @@
-import { credentials } from '@grpc/grpc-js';
+import { Metadata, credentials, status as grpcStatus } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
 import { TerminalError, isTerminal, withContext } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
@@ -7,10 +7,11 @@ import {
   grpcTarget,
   mapDriverResources,
   parseEndpoint,
+  publishStatusRequest,
   publisher,
   rejectedMessageProblem,
 } from '@slicekeeper/proto';
-import type { PublisherConnector } from './publisher-connector';
+import type { NotifyResult, PublisherConnector } from './publisher-connector';
 
 /**
  * The endpoint policy as the connector uses it: `EndpointPolicy` of @slicekeeper/admission,
@@ -37,6 +38,8 @@ export interface GrpcConnectorOptions {
    * Without it endpoints are dialled as registered, unchecked: for tests only.
    */
   policy?: DialPolicy;
+  /** How long a `NotifyPublishStatus` call may take, ms. @defaultValue 5000 */
+  notifyTimeoutMs?: number;
 }
 
 /**
@@ -47,9 +50,11 @@ export interface GrpcConnectorOptions {
 export function createGrpcConnector(options: GrpcConnectorOptions = {}): PublisherConnector {
   const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const { policy } = options;
+  const notifyTimeoutMs = options.notifyTimeoutMs ?? 5000;
   return ({ endpoint, nodeName }, handlers) => {
     let done = false;
     let cancelOpen: (() => void) | undefined;
+    let channel: publisher.ResourcePublisherClient | undefined;
     const finish = (): boolean => {
       if (done) return false;
       done = true;
@@ -67,6 +72,7 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
         // The target is a checked address or socket: nothing to look up in DNS.
         'grpc.service_config_disable_resolution': 1,
       });
+      channel = client;
       const call = client.watchResources({ nodeName });
       call.on('data', (message: publisher.DriverResources) => {
         if (done) return;
@@ -123,6 +129,23 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
       cancel: () => {
         if (finish()) cancelOpen?.();
       },
+      // The optional feedback RPC goes over the stream's own channel, while the stream is open.
+      notify: (node, status) =>
+        new Promise<NotifyResult>((resolve) => {
+          if (channel === undefined || done) {
+            resolve('failed');
+            return;
+          }
+          channel.notifyPublishStatus(
+            publishStatusRequest(node, status),
+            new Metadata(),
+            { deadline: Date.now() + notifyTimeoutMs },
+            (error) => {
+              if (error === null) resolve('delivered');
+              else resolve(error.code === grpcStatus.UNIMPLEMENTED ? 'unimplemented' : 'failed');
+            },
+          );
+        }),
     };
   };
 }

@@ -60,7 +60,7 @@ describe('KeyWatch', () => {
     connector.last(A).send(gpus(8));
     await settle();
     expect(writer.inventory()).toEqual(gpus(8));
-    expect(queue.reasons()).toEqual(['snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot']);
     expect(writer.states.get('node-a/gpu.example.com')).toMatchObject({
       state: 'streaming',
       endpoint: A,
@@ -77,11 +77,11 @@ describe('KeyWatch', () => {
     await settle();
     connector.last(A).send(gpus(8));
     await settle();
-    expect(queue.reasons()).toEqual(['snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot']);
     expect(writer.snapshots.get('node-a/gpu.example.com')?.generation).toBe(1);
     connector.last(A).send(gpus(8, '40Gi'));
     await settle();
-    expect(queue.reasons()).toEqual(['snapshot', 'snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot', 'snapshot']);
     expect(writer.snapshots.get('node-a/gpu.example.com')?.generation).toBe(2);
   });
 
@@ -103,7 +103,7 @@ describe('KeyWatch', () => {
       connector.last(A).fail('unimplemented');
       await settle();
       expect(writer.inventory()).toBeUndefined();
-      expect(queue.reasons()).toEqual(['snapshot', 'stream-lost']);
+      expect(queue.reasons()).toEqual(['first-snapshot', 'stream-lost']);
       expect(watch.state?.state).toBe('unimplemented');
       await clock.advance(3_600_000);
       expect(connector.to(A)).toHaveLength(1);
@@ -123,7 +123,7 @@ describe('KeyWatch', () => {
       connector.last(A).end();
       await clock.advance(3_600_000);
       expect(writer.inventory()).toEqual(gpus(8));
-      expect(queue.reasons()).toEqual(['snapshot']);
+      expect(queue.reasons()).toEqual(['first-snapshot']);
       expect(connector.to(A)).toHaveLength(1);
       expect(watch.state?.state).toBe('ended');
       expect(writer.states.get('node-a/gpu.example.com')?.state).toBe('ended');
@@ -168,7 +168,7 @@ describe('KeyWatch', () => {
         .reject('message of 22020096 bytes exceeds the limit of 16777216 bytes', true);
       await settle();
       expect(writer.rejection()).toMatch(/exceeds the limit/);
-      expect(queue.reasons()).toEqual(['snapshot', 'snapshot']);
+      expect(queue.reasons()).toEqual(['first-snapshot', 'snapshot']);
       // The driver keeps sending what cannot be taken: far past the wipe delay, nothing is
       // withdrawn.
       for (let i = 0; i < 5; i++) {
@@ -198,7 +198,7 @@ describe('KeyWatch', () => {
       expect(writer.inventory()).toEqual(gpus(8));
       await clock.advance(1);
       expect(writer.inventory()).toBeUndefined();
-      expect(queue.reasons()).toEqual(['snapshot', 'stream-lost']);
+      expect(queue.reasons()).toEqual(['first-snapshot', 'unreachable', 'stream-lost']);
       expect(watch.state?.state).toBe('wiped');
       expect(writer.states.get('node-a/gpu.example.com')?.state).toBe('wiped');
 
@@ -207,7 +207,12 @@ describe('KeyWatch', () => {
       connector.last(A).send(gpus(8));
       await settle();
       expect(writer.inventory()).toEqual(gpus(8));
-      expect(queue.reasons()).toEqual(['snapshot', 'stream-lost', 'snapshot']);
+      expect(queue.reasons()).toEqual([
+        'first-snapshot',
+        'unreachable',
+        'stream-lost',
+        'reachable',
+      ]);
       expect(watch.state?.state).toBe('streaming');
     });
 
@@ -222,7 +227,10 @@ describe('KeyWatch', () => {
       connector.last(A).send(gpus(8));
       await clock.advance(WIPE_DELAY * 10);
       expect(writer.inventory()).toEqual(gpus(8));
-      expect(queue.reasons()).toEqual(['snapshot']);
+      // Tainted while lost, untainted when back; the inventory is the same: no new snapshot.
+      expect(queue.reasons()).toEqual(['first-snapshot', 'unreachable', 'reachable']);
+      expect(writer.snapshots.get('node-a/gpu.example.com')?.generation).toBe(1);
+      expect(writer.states.get('node-a/gpu.example.com')?.unreachableSince).toBeUndefined();
     });
 
     it('counts from the start when the plugin never connects (watcher restarted, driver gone)', async () => {
@@ -245,7 +253,7 @@ describe('KeyWatch', () => {
     connector.last(A).send(gpus(8));
     await settle();
     expect(writer.inventory()).toEqual(gpus(8));
-    expect(queue.reasons()).toEqual(['snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot']);
   });
 
   it('deregistration of an endpoint closes its stream', () => {
@@ -292,7 +300,7 @@ describe('KeyWatch', () => {
     watch.republish();
     await settle();
     expect(writer.inventory()).toEqual(gpus(8));
-    expect(queue.reasons()).toEqual(['snapshot', 'snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot', 'snapshot']);
   });
 
   it('retries a failed Redis write and still publishes the latest inventory', async () => {
@@ -313,7 +321,7 @@ describe('KeyWatch', () => {
     connector.last(A).send(gpus(8, '2Gi'));
     await clock.advance(1_000);
     expect(flaky.inventory()).toEqual(gpus(8, '2Gi'));
-    expect(queue.reasons()).toEqual(['snapshot']);
+    expect(queue.reasons()).toEqual(['first-snapshot']);
   });
 
   it('closes idempotently and stops every stream and timer', async () => {
@@ -325,5 +333,140 @@ describe('KeyWatch', () => {
     await first;
     expect(clock.pending()).toEqual([]);
     await flushPromises();
+  });
+
+  describe('driver unreachable', () => {
+    it('records since when the stream is lost before it asks for the tainting sync', async () => {
+      const seen: (string | undefined)[] = [];
+      queue.enqueue = (key, reason) => {
+        seen.push(
+          `${reason}:${writer.states.get('node-a/gpu.example.com')?.unreachableSince ?? '-'}`,
+        );
+        queue.jobs.push({ key: `${key.node}/${key.driver}`, reason });
+        return Promise.resolve();
+      };
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(gpus(8));
+      await settle();
+      const lostAt = new Date(clock.now()).toISOString();
+      connector.last(A).fail('unavailable');
+      await settle();
+      expect(seen).toEqual(['first-snapshot:-', `unreachable:${lostAt}`]);
+
+      // Dialling again and failing again: still the same loss, nothing new asked for.
+      await clock.advance(5_000);
+      connector.last(A).fail('unavailable');
+      await settle();
+      expect(queue.reasons()).toEqual(['first-snapshot', 'unreachable']);
+      expect(writer.states.get('node-a/gpu.example.com')?.unreachableSince).toBe(lostAt);
+    });
+
+    it('is not unreachable when the plugin ends its stream (EOF) or sends what cannot be taken', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(gpus(8));
+      await settle();
+      connector.last(A).reject('message of 22020096 bytes exceeds the limit', true);
+      await clock.advance(10_000);
+      expect(queue.reasons()).not.toContain('unreachable');
+      connector.last(A).send(gpus(8));
+      await settle();
+      connector.last(A).end();
+      await settle();
+      expect(queue.reasons()).not.toContain('unreachable');
+      expect(writer.states.get('node-a/gpu.example.com')?.unreachableSince).toBeUndefined();
+    });
+  });
+
+  describe('device health', () => {
+    function withHealth(health: {
+      status: 'healthy' | 'unhealthy' | 'unknown';
+      timeoutSeconds?: number;
+    }) {
+      const inventory = gpus(2);
+      const [pool] = inventory.pools;
+      if (pool?.devices[0] !== undefined) pool.devices[0] = { ...pool.devices[0], health };
+      return inventory;
+    }
+
+    it('asks for a health sync when only health changed', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(withHealth({ status: 'healthy' }));
+      await settle();
+      connector.last(A).send(withHealth({ status: 'unhealthy' }));
+      await settle();
+      connector.last(A).send(gpus(2, '40Gi'));
+      await settle();
+      expect(queue.reasons()).toEqual(['first-snapshot', 'health', 'snapshot']);
+    });
+
+    it('makes a device unknown when its timeout passes without a message, and takes the next message as is', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(withHealth({ status: 'healthy', timeoutSeconds: 30 }));
+      await settle();
+      // Messages restart the clock, even when they change nothing.
+      await clock.advance(20_000);
+      connector.last(A).send(withHealth({ status: 'healthy', timeoutSeconds: 30 }));
+      await clock.advance(29_999);
+      expect(writer.inventory()?.pools[0]?.devices[0]?.health?.status).toBe('healthy');
+      await clock.advance(1);
+      expect(writer.inventory()?.pools[0]?.devices[0]?.health).toEqual({
+        status: 'unknown',
+        message: 'no health update from the driver for 30s (its timeout)',
+      });
+      expect(writer.inventory()?.pools[0]?.devices[1]?.health).toBeUndefined();
+      expect(queue.reasons()).toEqual(['first-snapshot', 'health']);
+
+      connector.last(A).send(withHealth({ status: 'healthy', timeoutSeconds: 30 }));
+      await settle();
+      expect(writer.inventory()?.pools[0]?.devices[0]?.health?.status).toBe('healthy');
+      expect(queue.reasons()).toEqual(['first-snapshot', 'health', 'health']);
+    });
+  });
+
+  describe('publish feedback', () => {
+    const status = {
+      outcome: 'synced' as const,
+      snapshotGeneration: 1,
+      slices: ['00000-gpu.example.com-node-a-x'],
+      pools: [],
+      attempt: 1,
+      startedAt: '2026-11-24T10:00:00Z',
+      finishedAt: '2026-11-24T10:00:00Z',
+      writes: 1,
+    };
+
+    it('tells the live stream each outcome once', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      watch.notify(status);
+      expect(connector.last(A).told).toEqual([]);
+      connector.last(A).send(gpus(8));
+      await settle();
+      watch.notify(status);
+      watch.notify(status);
+      watch.notify({ ...status, outcome: 'invalid', error: 'bad' });
+      await settle();
+      expect(connector.last(A).told.map((s) => s.outcome)).toEqual(['synced', 'invalid']);
+    });
+
+    it('never asks again on a connection that answered Unimplemented; a new connection is asked', async () => {
+      watch.setRegistrations([registration(A, 1)]);
+      connector.last(A).send(gpus(8));
+      await settle();
+      connector.last(A).answer = 'unimplemented';
+      watch.notify(status);
+      await settle();
+      connector.last(A).answer = 'delivered';
+      watch.notify({ ...status, snapshotGeneration: 2 });
+      await settle();
+      expect(connector.last(A).told).toEqual([]);
+
+      connector.last(A).fail('unavailable');
+      await clock.advance(5_000);
+      connector.last(A).send(gpus(8));
+      await settle();
+      watch.notify({ ...status, snapshotGeneration: 3 });
+      await settle();
+      expect(connector.last(A).told.map((s) => s.snapshotGeneration)).toEqual([3]);
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { syncPriority } from '@slicekeeper/contracts';
 import type {
   DriverInventory,
   Registration,
@@ -5,10 +6,12 @@ import type {
   StreamState,
   StreamStateName,
   SyncReason,
+  SyncStatus,
 } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
+import { expireHealth, onlyHealthDiffers } from './device-health';
 import { PluginStream } from './plugin-stream';
 import type { PublisherConnector } from './publisher-connector';
 import type { SnapshotWriter } from '@slicekeeper/state';
@@ -35,7 +38,14 @@ export interface KeyWatchOptions {
 }
 
 type Operation =
-  | { kind: 'store'; endpoint: string; inventory: DriverInventory; receivedAt: number }
+  | {
+      kind: 'store';
+      endpoint: string;
+      inventory: DriverInventory;
+      receivedAt: number;
+      /** Why the sync after this store is asked for. */
+      reason: SyncReason;
+    }
   /** A message the stream could not take: stored as rejected, the published slices stay. */
   | { kind: 'reject'; endpoint: string; problem: string; receivedAt: number }
   | { kind: 'withdraw' };
@@ -52,8 +62,17 @@ type StoreOperation = Extract<Operation, { kind: 'store' | 'reject' }>;
  * connecting/backoff starts the wipe timer, which withdraws it after `wipeDelayMs` unless a
  * stream comes back first.
  *
+ * A stream that fails (an error, not EOF) makes the key unreachable until a stream streams
+ * again: the recorded state carries `unreachableSince`, and a sync taints the key's devices at
+ * once; a stream that comes back in time removes the taint, the wipe timer the slices.
+ *
+ * Device health with a timeout is kept here, where the messages arrive: when a device's timeout
+ * passes without a new message, the snapshot is stored again with that device's health
+ * `unknown`; the next message puts back what the driver says.
+ *
  * Writes are serialized and coalesced: while one is in flight only the latest wanted state is
- * kept, so a burst of messages costs a few writes and the last inventory always wins.
+ * kept, so a burst of messages costs a few writes and the last inventory always wins. A sync that
+ * reads the stream state (unreachable, reachable) is asked for after the state is written.
  */
 export class KeyWatch {
   readonly key: SliceKey;
@@ -63,6 +82,11 @@ export class KeyWatch {
   private wiped: { at: number } | undefined;
   /** The inventory last handed to the writer (by reference), or `withdrawn`. */
   private published: DriverInventory | 'withdrawn' | undefined;
+  /** The active stream's latest message (by reference) and when it arrived. */
+  private received: { inventory: DriverInventory; at: number } | undefined;
+  private healthTimer: TimerHandle | undefined;
+  /** Since when no stream is live after one failed, ms since the epoch. */
+  private unreachableSince: number | undefined;
   private pending: Operation | undefined;
   private lastStore: StoreOperation | undefined;
   private owedSync: SyncReason | undefined;
@@ -130,6 +154,7 @@ export class KeyWatch {
       for (const stream of this.streams.values()) stream.close(reason);
       this.streams.clear();
       this.stopWipeTimer();
+      this.stopHealthTimer();
       this.pending = undefined;
       this.owedSync = undefined;
       this.stateDirty = false;
@@ -179,29 +204,102 @@ export class KeyWatch {
     if (active !== undefined) {
       this.stopWipeTimer();
       this.wiped = undefined;
+      this.setReachable();
       const inventory = active.latest;
-      if (inventory !== undefined && inventory !== this.published) {
-        this.published = inventory;
-        this.enqueueOperation({
-          kind: 'store',
-          endpoint: active.endpoint,
-          inventory,
-          receivedAt: active.lastMessageAt ?? this.options.clock.now(),
-        });
+      if (inventory !== undefined && inventory !== this.received?.inventory) {
+        this.received = { inventory, at: active.lastMessageAt ?? this.options.clock.now() };
+        this.publishReceived(active.endpoint);
       }
-    } else if (decider.state === 'ended') {
-      this.stopWipeTimer();
-    } else if (decider.state === 'unimplemented') {
-      this.stopWipeTimer();
-      this.withdraw();
-    } else if (decider.lastRejection !== undefined) {
-      // The driver answers but sends what cannot be taken (too large, undecodable): its bug,
-      // reported as such, not an outage; its last valid slices stay.
-      this.stopWipeTimer();
-    } else if (this.wiped === undefined) {
-      this.startWipeTimer();
+    } else {
+      // The health clock keeps running: a stream that stopped sends no updates either.
+      if (decider.state === 'ended') {
+        this.stopWipeTimer();
+        this.setReachable();
+      } else if (decider.state === 'unimplemented') {
+        this.stopWipeTimer();
+        this.setReachable();
+        this.withdraw();
+      } else if (decider.lastRejection !== undefined) {
+        // The driver answers but sends what cannot be taken (too large, undecodable): its bug,
+        // reported as such, not an outage; its last valid slices stay.
+        this.stopWipeTimer();
+        this.setReachable();
+      } else {
+        // A stream in backoff failed; one connecting again keeps what the key was.
+        if (decider.state === 'backoff') this.setUnreachable(decider.since);
+        if (this.wiped === undefined) this.startWipeTimer();
+      }
     }
     this.updateSummary(decider, active !== undefined);
+  }
+
+  /**
+   * Passes a sync outcome on to the driver (`NotifyPublishStatus`) over the stream that
+   * publishes the key, when it is live; see {@link PluginStream.notify}.
+   */
+  notify(status: SyncStatus): void {
+    if (this.closing !== undefined) return;
+    this.pluginStreams.find((s) => s.state === 'streaming')?.notify(status);
+  }
+
+  /**
+   * Stores the received inventory as it stands now (devices whose health timed out become
+   * `unknown`), and sets the timer of the next health timeout.
+   */
+  private publishReceived(endpoint: string): void {
+    const received = this.received;
+    if (received === undefined) return;
+    const now = this.options.clock.now();
+    const { inventory, nextDeadline } = expireHealth(received.inventory, received.at, now);
+    this.stopHealthTimer();
+    if (nextDeadline !== undefined) {
+      this.healthTimer = this.options.clock.setTimer(() => {
+        this.healthTimer = undefined;
+        this.publishReceived(endpoint);
+      }, nextDeadline - now);
+    }
+    if (inventory === this.published) return;
+    const previous = this.published;
+    this.published = inventory;
+    const healthOnly =
+      previous !== undefined && previous !== 'withdrawn' && onlyHealthDiffers(previous, inventory);
+    this.enqueueOperation({
+      kind: 'store',
+      endpoint,
+      inventory,
+      receivedAt: inventory === received.inventory ? received.at : now,
+      reason: healthOnly ? 'health' : 'snapshot',
+    });
+  }
+
+  private stopHealthTimer(): void {
+    if (this.healthTimer === undefined) return;
+    this.options.clock.clearTimer(this.healthTimer);
+    this.healthTimer = undefined;
+  }
+
+  private setUnreachable(since: number): void {
+    if (this.unreachableSince !== undefined) return;
+    this.unreachableSince = since;
+    this.options.logger.warn("stream lost, tainting the key's devices driver-unreachable");
+    this.owe('unreachable');
+  }
+
+  private setReachable(): void {
+    if (this.unreachableSince === undefined) return;
+    this.unreachableSince = undefined;
+    this.options.logger.info('stream back, removing the driver-unreachable taint');
+    this.owe('reachable');
+  }
+
+  /**
+   * Asks for a sync (the caller kicks the writes); of several owed at once, the one of the
+   * highest priority is asked for.
+   */
+  private owe(reason: SyncReason): void {
+    if (this.owedSync === undefined || syncPriority(reason) < syncPriority(this.owedSync)) {
+      this.owedSync = reason;
+    }
   }
 
   /** A message of `stream` was rejected: report it if that stream decides the key. */
@@ -221,6 +319,8 @@ export class KeyWatch {
   }
 
   private withdraw(): void {
+    this.stopHealthTimer();
+    this.received = undefined;
     if (this.published === 'withdrawn') return;
     this.published = 'withdrawn';
     this.enqueueOperation({ kind: 'withdraw' });
@@ -264,8 +364,11 @@ export class KeyWatch {
       summary.lastMessageAt = new Date(decider.lastMessageAt).toISOString();
     }
     if (decider.error !== undefined && state !== 'streaming') summary.error = decider.error;
+    if (this.unreachableSince !== undefined) {
+      summary.unreachableSince = new Date(this.unreachableSince).toISOString();
+    }
     this.summary = summary;
-    const identity = `${state} ${summary.endpoint} ${summary.since} ${summary.reconnects}`;
+    const identity = `${state} ${summary.endpoint} ${summary.since} ${summary.reconnects} ${summary.unreachableSince ?? ''}`;
     if (identity !== this.recordedState) {
       this.recordedState = identity;
       this.stateDirty = true;
@@ -299,7 +402,7 @@ export class KeyWatch {
             this.pending ??= operation;
             throw error;
           }
-        } else if (this.owedSync !== undefined) {
+        } else if (this.owedSync !== undefined && !(this.stateDirty && readsState(this.owedSync))) {
           const reason = this.owedSync;
           await this.options.queue.enqueue(this.key, reason);
           if (this.owedSync === reason) this.owedSync = undefined;
@@ -334,12 +437,12 @@ export class KeyWatch {
           this.options.metrics?.snapshots.inc({ result: 'stored' });
           this.options.metrics?.snapshotBytes.observe(result.bytes);
           this.options.logger.debug({ generation: result.generation }, 'snapshot stored');
-          this.owedSync = 'snapshot';
+          this.owe(storedReason(operation, result.generation));
           this.stateDirty = true;
           return;
         case 'unsynced':
           this.options.metrics?.snapshots.inc({ result: 'unchanged' });
-          this.owedSync = 'snapshot';
+          this.owe(storedReason(operation, 0));
           return;
         case 'unchanged':
           this.options.metrics?.snapshots.inc({ result: 'unchanged' });
@@ -357,7 +460,7 @@ export class KeyWatch {
     if (result.kind === 'withdrawn') {
       this.options.metrics?.snapshots.inc({ result: 'withdrawn' });
       this.options.logger.info('snapshot withdrawn');
-      this.owedSync = 'stream-lost';
+      this.owe('stream-lost');
     } else if (result.kind === 'not-owner') {
       this.notOwner();
     }
@@ -377,4 +480,15 @@ export class KeyWatch {
       this.retryTimer = { handle, resolve };
     });
   }
+}
+
+/** Whether a sync asked for `reason` depends on the stream state: it is asked for after it. */
+function readsState(reason: SyncReason): boolean {
+  return reason === 'unreachable' || reason === 'reachable';
+}
+
+/** Why the sync after a store is asked for: a key's very first snapshot is a new node's. */
+function storedReason(operation: StoreOperation, generation: number): SyncReason {
+  if (operation.kind === 'store' && operation.reason === 'health') return 'health';
+  return generation === 1 ? 'first-snapshot' : 'snapshot';
 }

@@ -1,4 +1,9 @@
-import type { DriverInventory, Registration, StreamStateName } from '@slicekeeper/contracts';
+import type {
+  DriverInventory,
+  Registration,
+  StreamStateName,
+  SyncStatus,
+} from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
@@ -61,6 +66,10 @@ export class PluginStream {
   private failure: string | undefined;
   private rejection: string | undefined;
   private reconnectCount = 0;
+  /** What this connection was last told (`feedbackIdentity`). */
+  private told: string | undefined;
+  /** Whether this connection answered `NotifyPublishStatus` with Unimplemented. */
+  private deaf = false;
 
   constructor(options: PluginStreamOptions) {
     this.options = options;
@@ -126,8 +135,32 @@ export class PluginStream {
     this.current = 'closed';
   }
 
+  /**
+   * Tells the plugin a sync outcome of its key (`NotifyPublishStatus`), unless this connection
+   * was told the same already, or answered Unimplemented before: such a plugin is never asked
+   * again on this connection. A failed call is logged; the next outcome is sent as usual.
+   */
+  notify(status: SyncStatus): void {
+    const call = this.call;
+    if (call === undefined || this.deaf) return;
+    const identity = feedbackIdentity(status);
+    if (identity === this.told) return;
+    this.told = identity;
+    void call.notify(this.registration.node, status).then((result) => {
+      if (this.call !== call) return;
+      if (result === 'unimplemented') {
+        this.deaf = true;
+        this.options.logger.info('plugin does not take publish feedback (Unimplemented)');
+      } else if (result === 'failed' && this.told === identity) {
+        this.told = undefined;
+      }
+    });
+  }
+
   private connect(): void {
     this.timer = undefined;
+    this.told = undefined;
+    this.deaf = false;
     this.setState('connecting');
     this.options.logger.debug({ attempt: this.backoff.attempts }, 'connecting');
     const call = this.options.connector(
@@ -223,4 +256,16 @@ export class PluginStream {
     this.current = state;
     this.options.onChange(this);
   }
+}
+
+/** What a driver is told of a status: equal identities are told once per connection. */
+function feedbackIdentity(status: SyncStatus): string {
+  return JSON.stringify([
+    status.outcome,
+    status.snapshotGeneration,
+    status.slices,
+    status.droppedFields ?? [],
+    status.problems ?? [],
+    status.error ?? '',
+  ]);
 }

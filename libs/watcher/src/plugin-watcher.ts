@@ -9,7 +9,7 @@ import { createGrpcConnector } from './grpc-connector';
 import { KeyWatch } from './key-watch';
 import { LeaseManager } from './lease-manager';
 import type { PublisherConnector } from './publisher-connector';
-import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
+import { RegistrationStore, SnapshotWriter, SyncFeedback } from '@slicekeeper/state';
 import { RegistrationFollower } from './registration-follower';
 import type { SyncEnqueuer } from './sync-enqueuer';
 import { WatcherMetrics } from './watcher-metrics';
@@ -46,6 +46,11 @@ export interface PluginWatcherOptions {
   logger: Logger;
   /** Prometheus registry for the watcher's metrics; none when unset. */
   metrics?: Registry;
+  /**
+   * A connection of its own for the sync statuses the syncer announces, which the watcher
+   * passes on to the drivers (`NotifyPublishStatus`). Without it drivers get no feedback.
+   */
+  feedbackSubscriber?: Redis;
 }
 
 /**
@@ -63,6 +68,7 @@ export class PluginWatcher {
   private readonly leases: LeaseManager | undefined;
   private readonly connector: PublisherConnector;
   private readonly metrics: WatcherMetrics | undefined;
+  private readonly feedback: SyncFeedback | undefined;
   private readonly registrations = new Map<string, Registration[]>();
   private readonly watches = new Map<string, KeyWatch>();
   private readonly closingWatches = new Set<Promise<void>>();
@@ -123,6 +129,17 @@ export class PluginWatcher {
         },
       });
     }
+    if (options.feedbackSubscriber !== undefined) {
+      this.feedback = new SyncFeedback({
+        redis: options.redis,
+        subscriber: options.feedbackSubscriber,
+        ...prefix,
+        onStatus: (key, status) => this.watches.get(keyId(key))?.notify(status),
+        onProblem: (problem) => {
+          options.logger.warn({ problem }, 'publish feedback');
+        },
+      });
+    }
     this.metrics =
       options.metrics === undefined
         ? undefined
@@ -178,6 +195,7 @@ export class PluginWatcher {
       await this.leases?.close();
       await Promise.all([...this.watches.values()].map((watch) => watch.close('shutdown')));
       this.watches.clear();
+      this.feedback?.close();
       await Promise.all(this.closingWatches);
     })();
     return this.closing;
@@ -242,6 +260,7 @@ export class PluginWatcher {
     if (registrations === undefined || registrations.length === 0 || !owned) {
       if (watch !== undefined) {
         this.watches.delete(id);
+        this.follow(watch.key, false);
         const reason = owned ? 'deregistered' : 'lease lost';
         const closed = watch.close(reason);
         this.closingWatches.add(closed);
@@ -264,8 +283,22 @@ export class PluginWatcher {
         onNotOwner: () => this.leases?.lost(id),
       });
       this.watches.set(id, watch);
+      this.follow(key, true);
     }
     watch.setRegistrations(registrations);
+  }
+
+  /** Starts or stops passing the key's sync statuses on to its driver. */
+  private follow(key: SliceKey, on: boolean): void {
+    const feedback = this.feedback;
+    if (feedback === undefined) return;
+    (on ? feedback.follow(key) : feedback.unfollow(key)).catch((error: unknown) => {
+      // ioredis subscribes again after a reconnect; a failure here only costs feedback.
+      this.options.logger.warn(
+        { ...key, err: String(error) },
+        'publish feedback (un)follow failed',
+      );
+    });
   }
 
   private oldestMessageAgeSeconds(): number {

@@ -1,4 +1,4 @@
-import type { DriverInventory } from '@slicekeeper/contracts';
+import type { DriverInventory, SyncStatus } from '@slicekeeper/contracts';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 
 /** A message slicekeeper cannot use: the driver's bug, not an outage. */
@@ -30,10 +30,23 @@ export interface InventoryStreamHandlers {
   error(error: SlicekeeperError): void;
 }
 
+/** What became of a `NotifyPublishStatus` call. */
+export type NotifyResult =
+  | 'delivered'
+  /** The plugin does not serve the optional RPC: never asked again on this connection. */
+  | 'unimplemented'
+  /** Any other failure: the next outcome is sent as usual. */
+  | 'failed';
+
 /** An open `WatchResources` call. */
 export interface InventoryStream {
   /** Ends the call; no handler is called afterwards. Idempotent. */
   cancel(): void;
+  /**
+   * Tells the plugin a sync outcome of its key over the stream's connection
+   * (`ResourcePublisher.NotifyPublishStatus`). Never rejects.
+   */
+  notify(nodeName: string, status: SyncStatus): Promise<NotifyResult>;
 }
 
 export interface WatchRequest {

@@ -4,6 +4,7 @@ import type {
   SliceKey,
   StreamState,
   SyncReason,
+  SyncStatus,
 } from '@slicekeeper/contracts';
 import { keyId } from '@slicekeeper/contracts';
 import { TerminalError, TransientError } from '@slicekeeper/errors';
@@ -11,6 +12,7 @@ import { createLogger } from '@slicekeeper/observability';
 import { canonicalJson } from '@slicekeeper/state';
 import type {
   InventoryStreamHandlers,
+  NotifyResult,
   PublisherConnector,
   WatchRequest,
 } from '../publisher-connector';
@@ -40,6 +42,10 @@ export function registration(
 /** One connection attempt of a {@link ScriptedConnector}, driven by the test. */
 export class ScriptedCall {
   cancelled = false;
+  /** The statuses the plugin was told on this connection (`NotifyPublishStatus`). */
+  readonly told: SyncStatus[] = [];
+  /** What the plugin answers to `NotifyPublishStatus`. */
+  answer: NotifyResult = 'delivered';
   constructor(
     readonly request: WatchRequest,
     private readonly handlers: InventoryStreamHandlers,
@@ -72,6 +78,10 @@ export class ScriptedConnector {
     return {
       cancel: () => {
         call.cancelled = true;
+      },
+      notify: (_node, status) => {
+        if (call.answer === 'delivered') call.told.push(status);
+        return Promise.resolve(call.answer);
       },
     };
   };
