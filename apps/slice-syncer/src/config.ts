@@ -2,12 +2,20 @@ import { z } from 'zod';
 import {
   envDurationMs,
   envInt,
+  envList,
   envLogLevel,
   envPort,
   parseConfig,
   redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
+import { driverNameProblem } from '@slicekeeper/contracts';
+import { taintEffects } from '@slicekeeper/slices';
+import type { HealthTaintPolicy } from '@slicekeeper/slices';
+
+const HEALTH_TAINT_POLICIES = [...taintEffects, 'off'] as const;
+const HEALTH_TAINT_EFFECTS_DESCRIPTION =
+  'Per-driver exceptions to HEALTH_TAINT_EFFECT, comma-separated <driver>=<effect>, e.g. gpu.example.com=NoExecute,nic.example.com=off.';
 
 export const sliceSyncerConfigSchema = z
   .object({
@@ -57,6 +65,35 @@ export const sliceSyncerConfigSchema = z
       '1h',
       'Each replica lists every managed slice and Node again once per interval (±10%) and repairs what its watches missed.',
     ),
+    HEALTH_TAINT_EFFECT: z
+      .enum(HEALTH_TAINT_POLICIES)
+      .default('NoSchedule')
+      .describe(
+        'Effect of the taint on a device its driver reports unhealthy (<driver>/unhealthy) or of unknown health (<driver>/health-unknown): None, NoSchedule, NoExecute, or off (health is not published).',
+      ),
+    HEALTH_TAINT_EFFECTS: envList('', HEALTH_TAINT_EFFECTS_DESCRIPTION)
+      .transform((entries, ctx) => {
+        const byDriver = new Map<string, HealthTaintPolicy>();
+        for (const entry of entries) {
+          const [driver = '', effect = ''] = entry.split('=', 2);
+          const problem = driverNameProblem(driver);
+          if (!entry.includes('=') || problem !== undefined) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `"${entry}": expected <driver>=<effect> with a driver name${problem === undefined ? '' : ` (${problem})`}`,
+            });
+          } else if (!(HEALTH_TAINT_POLICIES as readonly string[]).includes(effect)) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `"${entry}": effect must be one of ${HEALTH_TAINT_POLICIES.join(', ')}`,
+            });
+          } else {
+            byDriver.set(driver, effect as HealthTaintPolicy);
+          }
+        }
+        return byDriver;
+      })
+      .describe(HEALTH_TAINT_EFFECTS_DESCRIPTION),
     PROBE_HOST: z
       .string()
       .default('0.0.0.0')
@@ -82,6 +119,11 @@ export type SliceSyncerConfig = z.output<typeof sliceSyncerConfigSchema>;
 
 export function loadConfig(env: Environment): SliceSyncerConfig {
   return parseConfig(sliceSyncerConfigSchema, env);
+}
+
+/** What `driver`'s unhealthy and unknown devices get. */
+export function healthTaintPolicy(config: SliceSyncerConfig, driver: string): HealthTaintPolicy {
+  return config.HEALTH_TAINT_EFFECTS.get(driver) ?? config.HEALTH_TAINT_EFFECT;
 }
 
 /** Where the cluster's API server is: a kubeconfig file, or the pod's service account. */

@@ -1,16 +1,30 @@
-import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
+import {
+  ClusterCache,
+  KubeNodeStatusClient,
+  KubeSliceClient,
+  KubeTransport,
+} from '@slicekeeper/kube';
 import { SyncQueue } from '@slicekeeper/queue';
 import { runService } from '@slicekeeper/runtime';
 import {
   AntiEntropy,
   ClusterTriggers,
   Maintenance,
+  NodeConditionMetrics,
+  NodeConditionQueue,
+  NodeConditionReconciler,
+  NodeConditionWorker,
   Reconciler,
   SyncWorker,
   SyncerMetrics,
 } from '@slicekeeper/syncer';
-import { RegistrationStore, SyncRecords, WriteRateLimiter } from '@slicekeeper/state';
-import { kubeconfigSource, loadConfig } from './config';
+import {
+  NodePublishState,
+  RegistrationStore,
+  SyncRecords,
+  WriteRateLimiter,
+} from '@slicekeeper/state';
+import { healthTaintPolicy, kubeconfigSource, loadConfig } from './config';
 
 void runService({
   service: 'slice-syncer',
@@ -29,8 +43,12 @@ void runService({
     const syncConnection = connections.open('slice-syncer-sync');
     const workerConnection = connections.open('slice-syncer-worker');
     const maintenanceConnection = connections.open('slice-syncer-maintenance');
+    const nodeStatusConnection = connections.open('slice-syncer-node-status');
     const syncQueue = new SyncQueue({ connection: redis, prefix });
-    connections.addErrorSources(redis, syncQueue.queue);
+    // The DRAResourcesPublished Node condition: asked for by every recorded sync status and by
+    // the Node watch, evaluated one node at a time across replicas.
+    const nodeConditionQueue = new NodeConditionQueue({ connection: redis, prefix, logger });
+    connections.addErrorSources(redis, syncQueue.queue, nodeConditionQueue.queue);
 
     // One transport (connection pool, credentials) for the watches and the writes.
     const transport = new KubeTransport(kubeconfigSource(config));
@@ -44,7 +62,11 @@ void runService({
       transport,
       logger: logger.child({ component: 'cluster-cache' }),
       onForeignChange: triggers.onForeignChange,
-      onNode: triggers.onNode,
+      onNode: (change) => {
+        triggers.onNode(change);
+        nodeConditionQueue.onNode(change);
+      },
+      onNodeCondition: nodeConditionQueue.onNodeCondition,
       onRequest,
     });
     const antiEntropy = new AntiEntropy({
@@ -66,6 +88,7 @@ void runService({
       writeLimiter,
       metrics,
       logger,
+      healthTaints: (driver) => healthTaintPolicy(config, driver),
     });
     const maintenance = new Maintenance({
       redis,
@@ -77,6 +100,18 @@ void runService({
       orphanGraceMs: config.ORPHAN_GRACE,
       registry,
     });
+    const nodeConditions = new NodeConditionWorker({
+      connection: nodeStatusConnection,
+      prefix,
+      reconciler: new NodeConditionReconciler({
+        records: new NodePublishState({ redis: syncConnection, prefix }),
+        cluster,
+        api: new KubeNodeStatusClient({ transport, onRequest }),
+        metrics: new NodeConditionMetrics(registry),
+        logger,
+      }),
+      logger,
+    });
     const syncer = new SyncWorker({
       connection: workerConnection,
       prefix,
@@ -86,6 +121,7 @@ void runService({
       lockDurationMs: config.SYNC_LOCK_DURATION,
       stalledIntervalMs: config.SYNC_STALLED_INTERVAL,
       registry,
+      onStatus: nodeConditionQueue.onStatus,
       maintenance: {
         connection: maintenanceConnection,
         jobs: maintenance,
@@ -110,13 +146,16 @@ void runService({
       start: async ({ probeUrl }) => {
         await cluster.start();
         antiEntropy.start();
+        await nodeConditions.start();
         await syncer.start();
         logger.info({ probes: probeUrl, concurrency: config.SYNC_CONCURRENCY }, 'started');
       },
       close: [
         syncer,
+        nodeConditions,
         antiEntropy,
         syncQueue,
+        nodeConditionQueue,
         cluster,
         api,
         {

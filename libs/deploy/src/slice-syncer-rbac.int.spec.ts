@@ -2,8 +2,13 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { ClusterCache, KubeSliceClient, KubeTransport } from '@slicekeeper/kube';
-import type { NodeChange } from '@slicekeeper/kube';
+import {
+  ClusterCache,
+  KubeNodeStatusClient,
+  KubeSliceClient,
+  KubeTransport,
+} from '@slicekeeper/kube';
+import type { NodeChange, NodeConditionWrite } from '@slicekeeper/kube';
 import type { ResourceSlice } from '@slicekeeper/slices';
 import { repoRoot, requestJson, waitFor } from '@slicekeeper/testing';
 import { renderKustomization } from './kube-object';
@@ -69,6 +74,7 @@ function syncerKubeAccess(running: RunningKubeEmulator) {
     requests.push([verb, resource, code]);
   };
   const api = new KubeSliceClient({ transport, onRequest });
+  const nodeStatus = new KubeNodeStatusClient({ transport, onRequest });
   const cache = new ClusterCache({
     transport,
     logger: {
@@ -86,6 +92,7 @@ function syncerKubeAccess(running: RunningKubeEmulator) {
   });
   return {
     api,
+    nodeStatus,
     cache,
     warnings,
     requests,
@@ -124,10 +131,24 @@ async function discoverGroups(url: string): Promise<Map<string, string>> {
   return groups;
 }
 
+/** The DRAResourcesPublished condition as the syncer writes it. */
+function publishedCondition(): NodeConditionWrite {
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return {
+    type: 'DRAResourcesPublished',
+    status: 'True',
+    reason: 'Published',
+    message: `published: ${DRIVER}`,
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  };
+}
+
 /**
  * Every request the syncer can make to Kubernetes, as `group/resource/verb`: drives each public
- * member of KubeSliceClient and of ClusterCache (the types below fail to compile when one is
- * added and not driven here) against the kube emulator and reads the emulator's request log.
+ * member of KubeSliceClient, KubeNodeStatusClient and ClusterCache (the types below fail to
+ * compile when one is added and not driven here) against the kube emulator and reads the
+ * emulator's request log.
  */
 async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
   resources: string[];
@@ -136,7 +157,7 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
   await createNode(running.url, NODE);
   running.emulator.reset({ keepObjects: true });
 
-  const { api, cache, close } = syncerKubeAccess(running);
+  const { api, nodeStatus, cache, close } = syncerKubeAccess(running);
   const key = { node: NODE, driver: DRIVER };
   try {
     let stored = await api.createSlice(slice());
@@ -164,6 +185,14 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
     } satisfies Record<keyof KubeSliceClient, () => Promise<unknown>>;
     for (const step of Object.values(driveClient)) await step();
 
+    const driveNodeStatus = {
+      // The DRAResourcesPublished condition, on its transitions.
+      patchCondition: async () => {
+        expect(await nodeStatus.patchCondition(NODE, publishedCondition())).toBeDefined();
+      },
+    } satisfies Record<keyof KubeNodeStatusClient, () => Promise<unknown>>;
+    for (const step of Object.values(driveNodeStatus)) await step();
+
     const [left] = await api.listSlices(key);
     if (left === undefined) throw new Error('the first slice is gone');
     const driveCache = {
@@ -188,6 +217,16 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       },
       nodeUid: () => {
         expect(cache.nodeUid(NODE)).toEqual(expect.any(String));
+      },
+      publishedCondition: () => {
+        expect(cache.publishedCondition(NODE)).toEqual({
+          kind: 'set',
+          status: 'True',
+          reason: 'Published',
+        });
+      },
+      recordNodeCondition: () => {
+        cache.recordNodeCondition(NODE, '1', undefined);
       },
       recordWrite: () => {
         cache.recordWrite(left);
@@ -339,6 +378,15 @@ const withoutGrant: Record<
       () => access.foreignChanges,
     ),
   '/nodes/list': (access, _running, forbidden) => expectNeverSynced(access, 'Nodes', forbidden),
+  '/nodes/status/patch': async (access, running, forbidden) => {
+    await createNode(running.url, NODE);
+    await expect(
+      access.nodeStatus.patchCondition(NODE, publishedCondition()),
+    ).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `patch status of Node "${NODE}": forbidden: ${forbidden}`,
+    });
+  },
   '/nodes/watch': (access, running, forbidden) =>
     expectWatchFailing(
       access,
@@ -454,7 +502,10 @@ describe('the slice-syncer without one of the verbs its role grants', () => {
   // The emulator models no RBAC rules (only admin and read-only tokens), so the missing rule is
   // a 403 injected for that verb, worded as kube-apiserver's RBAC authorizer words it.
   it.each(Object.entries(withoutGrant))('%s', async (grant, check) => {
-    const [group = '', resource = '', verb = ''] = grant.split('/');
+    // `group/resource/verb`, where a subresource's resource is `resource/subresource`.
+    const [group = '', ...path] = grant.split('/');
+    const verb = path.pop() ?? '';
+    const resource = path.join('/');
     const forbidden = forbiddenMessage(group, resource, verb);
     // With a duration, the fault answers every matching request until it expires.
     denied.emulator.injectFault({

@@ -7,6 +7,8 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 import { KubeTransport } from './kube-transport';
 import type { KubeconfigSource } from './kube-transport';
+import { observedConditionOf } from './node-condition-json';
+import type { ObservedCondition } from './node-condition-json';
 import { Reflector } from './reflector';
 import type { WatchEventType } from './reflector';
 import {
@@ -55,6 +57,14 @@ export type ClusterCacheOptions = (
    */
   onNode?: (change: NodeChange) => void;
   /**
+   * Called with a Node's name when its `DRAResourcesPublished` condition (status or reason)
+   * changed under the same UID, by a watch event or a relist, unless the change is one of our
+   * own writes recorded with {@link ClusterCache.recordNodeCondition}; not for the first list.
+   * Another replica's write shows up here, so that whoever evaluates the node next compares
+   * with it (a cache that lags one write must not skip the next one).
+   */
+  onNodeCondition?: (name: string) => void;
+  /**
    * Called once per list page and per watch with the verb (list/watch), the resource
    * (resourceslices/nodes) and the HTTP status, or 'error' when no response came; for the
    * `slicekeeper_kube_requests_total` metric, as KubeSliceClient's.
@@ -86,24 +96,40 @@ const RESOURCE_SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const NODES = '/api/v1/nodes';
 const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
-/** Nodes as metadata only: a Node's status (images, conditions) can be tens of KB. */
-const NODE_LIST_ACCEPT =
-  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-const NODE_WATCH_ACCEPT =
-  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
-
-interface NodeMetadata {
+/** What the cache keeps of a Node: a few fields, however large its status. */
+interface NodeState {
   name: string;
   uid: string;
   resourceVersion: string;
+  /** Its `DRAResourcesPublished` condition; undefined when it has none. */
+  published: ObservedCondition | undefined;
 }
 
-function toNodeMetadata(json: unknown): NodeMetadata {
+function toNodeState(json: unknown): NodeState {
   const node = nodeMetadataOf(json);
   if (node === undefined) {
     throw new MalformedResponseError('a Node without name, uid or resourceVersion');
   }
-  return node;
+  return { ...node, published: observedConditionOf(json) };
+}
+
+/** A resourceVersion as the integer it is on every etcd-backed server, else undefined. */
+function versionOf(resourceVersion: string): bigint | undefined {
+  return /^\d+$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
+}
+
+/** Whether `known` is a later version of a Node than `incoming` (our own write, recorded). */
+function isNewer(known: NodeState, incoming: NodeState): boolean {
+  if (known.uid !== incoming.uid) return false;
+  const [a, b] = [versionOf(known.resourceVersion), versionOf(incoming.resourceVersion)];
+  return a !== undefined && b !== undefined && a > b;
+}
+
+function sameCondition(
+  a: ObservedCondition | undefined,
+  b: ObservedCondition | undefined,
+): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /**
@@ -113,18 +139,23 @@ function toNodeMetadata(json: unknown): NodeMetadata {
  *   key (node, driver; node '' for a cluster-scoped pool) and by pool (driver, pool name),
  *   overlaid with the results of our own writes until the watch delivers them (a mutation
  *   cache, see {@link SliceStore});
- * - the Nodes, as metadata only: name → UID.
+ * - the Nodes: name → UID and the `DRAResourcesPublished` condition, overlaid with our own
+ *   writes of it until the watch delivers them. Whole Node objects are listed and watched (the
+ *   condition is in `status`, which metadata-only lists leave out) and only those fields are
+ *   kept: the cost is the bandwidth and parsing of Node status updates (a kubelet reports its
+ *   status on change and every 5 minutes by default), not memory.
  *
  * Every replica keeps its own; nothing is shared through Redis. Changes made by anyone else
- * are reported through `onForeignChange` and `onNode`, so that they are repaired at once.
+ * are reported through `onForeignChange`, `onNode` and `onNodeCondition`, so that they are
+ * repaired at once.
  */
 export class ClusterCache {
   private readonly transport: KubeTransport;
   private readonly ownsTransport: boolean;
   private readonly slices: SliceStore;
-  private readonly nodes = new Map<string, NodeMetadata>();
+  private readonly nodes = new Map<string, NodeState>();
   private readonly sliceReflector: Reflector<StoredResourceSlice, ReplaceResult>;
-  private readonly nodeReflector: Reflector<NodeMetadata, undefined>;
+  private readonly nodeReflector: Reflector<NodeState, undefined>;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
@@ -182,19 +213,22 @@ export class ClusterCache {
       path: NODES,
       resource: 'nodes',
       kind: 'Nodes',
-      listAccept: NODE_LIST_ACCEPT,
-      watchAccept: NODE_WATCH_ACCEPT,
-      decode: toNodeMetadata,
+      decode: toNodeState,
       onReplace: (items, _resourceVersion, initial) => {
         this.replaceNodes(items, initial);
         return undefined;
       },
       onEvent: (type, node) => {
         const known = this.nodes.get(node.name);
+        // An event from before our own recorded write: the write's own event is on its way.
+        if (type === 'MODIFIED' && known !== undefined && isNewer(known, node)) return;
         if (type === 'DELETED') this.nodes.delete(node.name);
         else this.nodes.set(node.name, node);
         // A Node modified under the same UID (status, labels) changes nothing we publish.
-        if (type === 'MODIFIED' && known?.uid === node.uid) return;
+        if (type === 'MODIFIED' && known?.uid === node.uid) {
+          if (!sameCondition(known.published, node.published)) this.reportCondition(node.name);
+          return;
+        }
         this.reportNode({ type, name: node.name, uid: node.uid });
       },
     });
@@ -237,6 +271,31 @@ export class ClusterCache {
   }
 
   /**
+   * The Node's `DRAResourcesPublished` condition, our own recorded writes included; undefined
+   * when the Node has none or the watch knows no such Node (see {@link nodeUid}).
+   */
+  publishedCondition(name: string): ObservedCondition | undefined {
+    return this.nodes.get(name)?.published;
+  }
+
+  /**
+   * The condition a write of ours left on the Node at `resourceVersion`: shown by
+   * {@link publishedCondition} at once, and its watch event (or any older one still on its way)
+   * changes nothing and is not reported. Ignored for a Node the watch does not know.
+   */
+  recordNodeCondition(
+    name: string,
+    resourceVersion: string,
+    condition: ObservedCondition | undefined,
+  ): void {
+    const known = this.nodes.get(name);
+    if (known === undefined) return;
+    const written = { ...known, resourceVersion, published: condition };
+    if (isNewer(known, written)) return;
+    this.nodes.set(name, written);
+  }
+
+  /**
    * The object a create or update returned: shown by {@link slicesOf} until the watch delivers
    * it (or something newer), and its watch event is not reported as foreign.
    */
@@ -254,7 +313,8 @@ export class ClusterCache {
 
   /**
    * Anti-entropy: lists the managed slices and the Nodes again from scratch, replaces the cache
-   * with them, and reports every difference the watches had missed (onForeignChange, onNode).
+   * with them, and reports every difference the watches had missed (onForeignChange, onNode,
+   * onNodeCondition).
    * Resolves with the slice differences; rejects if a list fails (the watches go on).
    */
   async relist(): Promise<RelistResult> {
@@ -271,14 +331,17 @@ export class ClusterCache {
     return this.closing;
   }
 
-  private replaceNodes(items: NodeMetadata[], initial: boolean): void {
+  private replaceNodes(items: NodeState[], initial: boolean): void {
     const listed = new Map(items.map((node) => [node.name, node]));
     const changes: NodeChange[] = [];
+    const conditionChanges: string[] = [];
     if (!initial) {
       for (const [name, node] of listed) {
         const known = this.nodes.get(name);
         if (known === undefined) changes.push({ type: 'ADDED', name, uid: node.uid });
         else if (known.uid !== node.uid) changes.push({ type: 'MODIFIED', name, uid: node.uid });
+        else if (isNewer(known, node)) listed.set(name, known);
+        else if (!sameCondition(known.published, node.published)) conditionChanges.push(name);
       }
       for (const [name, known] of this.nodes) {
         if (!listed.has(name)) changes.push({ type: 'DELETED', name, uid: known.uid });
@@ -287,6 +350,7 @@ export class ClusterCache {
     this.nodes.clear();
     for (const [name, node] of listed) this.nodes.set(name, node);
     for (const change of changes) this.reportNode(change);
+    for (const name of conditionChanges) this.reportCondition(name);
   }
 
   private reportSlice(change: SliceChange): void {
@@ -297,6 +361,14 @@ export class ClusterCache {
         { ...change.key, slice: change.name, err: errorMessage(error) },
         'onForeignChange failed',
       );
+    }
+  }
+
+  private reportCondition(name: string): void {
+    try {
+      this.options.onNodeCondition?.(name);
+    } catch (error) {
+      this.options.logger.warn({ node: name, err: errorMessage(error) }, 'onNodeCondition failed');
     }
   }
 

@@ -3,11 +3,13 @@ import type { SliceKey } from '@slicekeeper/contracts';
 import { SlicekeeperError } from '@slicekeeper/errors';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
-import { classifyKubeError, responseStatusOf } from './classify-kube-error';
+import { classifyKubeError } from './classify-kube-error';
 import type { KubeErrorCode } from './classify-kube-error';
+import { callKube } from './kube-request';
+import type { OnKubeRequest } from './kube-request';
 import { KubeTransport, withQuery } from './kube-transport';
 import type { KubeRequest, KubeconfigSource } from './kube-transport';
-import { FIELD_MANAGER, parseJson, toListPage, toStoredResourceSlice } from './resource-slice-json';
+import { FIELD_MANAGER, toListPage, toStoredResourceSlice } from './resource-slice-json';
 
 export type KubeSliceClientOptions = (
   | { kubeconfig: KubeconfigSource }
@@ -19,7 +21,7 @@ export type KubeSliceClientOptions = (
    * (resourceslices/nodes; `version` for ping) and the HTTP status (or 'error' when no response
    * came), for metrics.
    */
-  onRequest?: (verb: string, resource: string, code: number | 'error') => void;
+  onRequest?: OnKubeRequest;
   /** Per-request timeout, ms, from sending until the whole body is read. @defaultValue 30000 */
   requestTimeoutMs?: number;
   /**
@@ -43,15 +45,6 @@ function objectPath(collection: string, name: string): string {
 /** A field selector value with `\`, `,` and `=` escaped (apimachinery `fields.EscapeValue`). */
 function escapeFieldValue(value: string): string {
   return value.replace(/[\\,=]/g, (c) => `\\${c}`);
-}
-
-/** Our per-request timeout fired; classified as 'timeout'. */
-class RequestTimeoutError extends Error {
-  override readonly name = 'TimeoutError';
-
-  constructor(timeoutMs: number, cause: unknown) {
-    super(`no complete response within ${timeoutMs} ms`, { cause });
-  }
 }
 
 function hasCode(error: unknown, code: KubeErrorCode): boolean {
@@ -196,35 +189,21 @@ export class KubeSliceClient {
     }
   }
 
-  /**
-   * Sends one API request with our connection pool, credentials and timeout (until the whole
-   * body is read), reports it to onRequest, and returns the response as JSON; classifies any
-   * failure.
-   */
-  private async request(
+  /** One API request (see {@link callKube}). */
+  private request(
     verb: Verb,
     resource: string,
     context: string,
     request: Omit<KubeRequest, 'signal'>,
   ): Promise<unknown> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => {
-      abort.abort();
-    }, this.requestTimeoutMs);
-    let body: string;
-    try {
-      const response = await this.transport.request({ ...request, signal: abort.signal });
-      this.onRequest?.(verb, resource, response.status);
-      body = response.body;
-    } catch (error) {
-      this.onRequest?.(verb, resource, responseStatusOf(error) ?? 'error');
-      const cause = abort.signal.aborted
-        ? new RequestTimeoutError(this.requestTimeoutMs, error)
-        : error;
-      throw classifyKubeError(cause, context);
-    } finally {
-      clearTimeout(timer);
-    }
-    return this.read(context, () => parseJson(body));
+    return callKube({
+      transport: this.transport,
+      timeoutMs: this.requestTimeoutMs,
+      onRequest: this.onRequest,
+      verb,
+      resource,
+      context,
+      request,
+    });
   }
 }

@@ -75,11 +75,13 @@ function loadKubeConfig(source: KubeconfigSource): KubeConfig {
 
 /** One API request: the path with its query, relative to the server URL. */
 export interface KubeRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** e.g. `/apis/resource.k8s.io/v1/resourceslices?limit=500`. */
   path: string;
   /** Sent as JSON. */
   body?: unknown;
+  /** Content-Type of the body (a patch names its kind). @defaultValue 'application/json' */
+  contentType?: string;
   /** @defaultValue 'application/json' */
   accept?: string;
   /** Aborts the request, the response body included. */
@@ -285,7 +287,7 @@ export class KubeTransport {
     };
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
     if (payload !== undefined) {
-      headers['Content-Type'] = 'application/json';
+      headers['Content-Type'] = request.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
     const url = new URL(`${this.server}${request.path}`);

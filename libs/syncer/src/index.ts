@@ -17,3 +17,24 @@ export { ClusterTriggers } from './cluster-triggers';
 export type { ClusterTriggersOptions, WatchedChange } from './cluster-triggers';
 export { AntiEntropy } from './anti-entropy';
 export type { AntiEntropyOptions } from './anti-entropy';
+export {
+  MAX_CONDITION_MESSAGE_LENGTH,
+  evaluateNodeCondition,
+  nodeConditionReasons,
+  planNodeConditionWrite,
+} from './node-condition';
+export type { NodeCondition, NodeConditionReason } from './node-condition';
+export { NodeConditionMetrics, NodeConditionReconciler } from './node-condition-reconciler';
+export type {
+  NodeConditionReconcilerOptions,
+  NodeConditionResult,
+} from './node-condition-reconciler';
+export {
+  NODE_CONDITION_JOB_NAME,
+  NodeConditionQueue,
+  nodeConditionJobOptions,
+  nodeConditionJobSchema,
+} from './node-condition-queue';
+export type { NodeConditionJob, NodeConditionQueueOptions } from './node-condition-queue';
+export { NodeConditionWorker } from './node-condition-worker';
+export type { NodeConditionWorkerOptions } from './node-condition-worker';

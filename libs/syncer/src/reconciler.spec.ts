@@ -168,4 +168,113 @@ describe('Reconciler', () => {
       expect((await sync()).status?.writes).toBe(1);
     });
   });
+
+  describe('lifecycle taints', () => {
+    const lost = {
+      state: 'backoff' as const,
+      endpoint: 'unix:///run/gpu.sock',
+      since: '2026-11-24T12:05:00.000Z',
+      reconnects: 1,
+      unreachableSince: '2026-11-24T12:05:00.400Z',
+    };
+    const taintsOf = (cluster: FakeCluster) =>
+      cluster.slicesOf(key).flatMap((s) => (s.spec.devices ?? []).map((d) => d.taints ?? []));
+
+    it('taints every device driver-unreachable while the stream is lost, and removes it without a generation bump', async () => {
+      const { records, cluster, sync } = setup();
+      const devices = Array.from({ length: 130 }, (_, i) => gpu(i));
+      records.records.snapshot = snapshot(1, devices);
+      await sync();
+      cluster.deliver();
+      const generations = () => cluster.slicesOf(key).map((s) => s.spec.pool.generation);
+      // Laid out for taints from the start: 64 + 64 + 2.
+      expect(cluster.slicesOf(key).map((s) => s.spec.devices?.length)).toEqual([64, 64, 2]);
+      const before = generations();
+
+      records.records.stream = lost;
+      const tainted = await sync('unreachable');
+      expect(tainted.status).toMatchObject({
+        outcome: 'synced',
+        writes: 3,
+        taints: { unreachable: 'tainted', unhealthy: 0, healthUnknown: 0 },
+      });
+      const taints = taintsOf(cluster);
+      expect(taints).toHaveLength(130);
+      expect(taints.every((t) => t.length === 1)).toBe(true);
+      expect(taints[0]).toEqual([
+        {
+          key: 'gpu.example.com/driver-unreachable',
+          effect: 'NoSchedule',
+          timeAdded: '2026-11-24T12:05:00Z',
+        },
+      ]);
+      expect(generations()).toEqual(before);
+      cluster.deliver();
+
+      records.records.stream = { ...lost, state: 'streaming', reconnects: 0 };
+      delete records.records.stream.unreachableSince;
+      const back = await sync('reachable');
+      expect(back.status).toMatchObject({ outcome: 'synced', writes: 3 });
+      expect(back.status?.taints).toBeUndefined();
+      expect(taintsOf(cluster).flat()).toEqual([]);
+      expect(generations()).toEqual(before);
+    });
+
+    it('says so when the server drops the taint, and does not write it again', async () => {
+      const { records, cluster, sync } = setup({ dropTaints: true });
+      records.records.snapshot = snapshot(1, [gpu(0), gpu(1)]);
+      await sync();
+      cluster.deliver();
+      records.records.stream = lost;
+      const first = await sync('unreachable');
+      expect(first.status?.taints?.unreachable).toBe('dropped');
+      expect(first.status?.droppedFields).toEqual(['spec.devices[*].taints (DRADeviceTaints)']);
+      cluster.deliver();
+      const again = await sync('resync');
+      expect(again.status).toMatchObject({ writes: 0, taints: { unreachable: 'dropped' } });
+    });
+
+    it('publishes health as taints with the configured effect and keeps when each was added', async () => {
+      const records = new FakeRecords();
+      const cluster = new FakeCluster();
+      cluster.nodes.set('node-a', NODE_UID);
+      const reconciler = new Reconciler({
+        records,
+        cluster,
+        api: cluster,
+        logger: silentLogger,
+        healthTaints: () => 'NoExecute',
+      });
+      let job = 0;
+      const sync = () =>
+        reconciler.reconcile(key, { jobId: `job-${++job}`, attempt: 1, reason: 'health' });
+      const sick: Device = { ...gpu(0), health: { status: 'unhealthy', message: 'XID 79' } };
+      const unsure: Device = { ...gpu(1), health: { status: 'unknown' } };
+      records.records.snapshot = snapshot(1, [sick, unsure, gpu(2)]);
+      expect((await sync()).status?.taints).toEqual({
+        unhealthy: 1,
+        healthUnknown: 1,
+      });
+      const [slice] = cluster.slicesOf(key);
+      expect(slice?.spec.devices?.map((d) => d.taints)).toEqual([
+        [{ key: 'gpu.example.com/unhealthy', effect: 'NoExecute' }],
+        [{ key: 'gpu.example.com/health-unknown', effect: 'NoExecute' }],
+        undefined,
+      ]);
+      expect(JSON.stringify(slice)).not.toContain('health"');
+    });
+
+    it('records the field paths of an invalid inventory and announces only outcomes that changed', async () => {
+      const { records, sync } = setup();
+      records.records.snapshot = snapshot(1, [gpu(0)]);
+      await sync();
+      await sync('resync');
+      expect(records.announced.map((s) => s.outcome)).toEqual(['synced']);
+      records.records.snapshot = snapshot(2, [{ ...gpu(0), name: 'GPU 0' }]);
+      const refused = await sync();
+      expect(refused.status?.outcome).toBe('invalid');
+      expect(refused.status?.problems?.[0]?.field).toMatch(/devices\[0\]\.name$/);
+      expect(records.announced.map((s) => s.outcome)).toEqual(['synced', 'invalid']);
+    });
+  });
 });

@@ -1,9 +1,12 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { bringsNews, keyId } from '@slicekeeper/contracts';
 import type {
   InventorySnapshot,
   PoolSummary,
+  PublishedTaints,
   SliceKey,
+  StreamState,
   SyncOutcome,
   SyncReason,
   SyncStatus,
@@ -11,7 +14,10 @@ import type {
 import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
 import {
   InvalidDriverResourcesError,
+  TAINT_CONDITIONS,
+  applyLifecycleTaints,
   droppedFields,
+  formatFieldError,
   planSync,
   semanticEqual,
   summarizeDroppedFields,
@@ -19,6 +25,7 @@ import {
 } from '@slicekeeper/slices';
 import type {
   DroppedField,
+  HealthTaintPolicy,
   ResourceSlice,
   StoredResourceSlice,
   SyncPlan,
@@ -33,7 +40,14 @@ import type { SyncerMetrics } from './syncer-metrics';
 /** One sync's hold on its key's records (`SyncTurn` of libs/state). */
 export type KeyTurn = Pick<
   SyncTurn,
-  'registered' | 'snapshot' | 'removal' | 'previousStatus' | 'finish' | 'release' | 'prepaidWrite'
+  | 'registered'
+  | 'snapshot'
+  | 'removal'
+  | 'streamState'
+  | 'previousStatus'
+  | 'finish'
+  | 'release'
+  | 'prepaidWrite'
 >;
 
 export interface ReconcilerOptions {
@@ -57,6 +71,8 @@ export interface ReconcilerOptions {
   now?: () => Date;
   /** Re-plan this many times after a 409 before retrying with backoff. @defaultValue 3 */
   conflictRetries?: number;
+  /** What a driver's unhealthy and unknown devices get. @defaultValue `() => 'NoSchedule'` */
+  healthTaints?: (driver: string) => HealthTaintPolicy;
 }
 
 export interface SyncContext {
@@ -168,7 +184,15 @@ export class Reconciler {
           throw new TerminalError(snapshot.rejected, { code: 'invalid' });
         }
       }
-      const pools = snapshot?.inventory?.pools ?? [];
+      // The driver's pools, with the taints of the key's lifecycle: device health, and the
+      // driver-unreachable taint while its stream is lost.
+      const tainted = applyLifecycleTaints({
+        driver: key.driver,
+        pools: snapshot?.inventory?.pools ?? [],
+        health: this.options.healthTaints?.(key.driver) ?? 'NoSchedule',
+        ...unreachable(snapshot === undefined ? undefined : turn.streamState()),
+      });
+      const pools = tainted.pools;
       const previous = turn.previousStatus();
       // Fields this server drops are not rewritten for the snapshot they were dropped from.
       const dropping =
@@ -186,7 +210,15 @@ export class Reconciler {
           if (nodeUid === '') throw new NodeMissingError(key.node);
         }
         // 3. The plan.
-        const planned = planSync({ node: key.node, nodeUid, driver: key.driver, pools, existing });
+        // Laid out for taints from the start: a taint later changes devices in place.
+        const planned = planSync({
+          node: key.node,
+          nodeUid,
+          driver: key.driver,
+          pools,
+          existing,
+          taintable: true,
+        });
         const plan = dropping
           ? { ...planned, updates: planned.updates.filter((u) => !onlyDropped(u, existing)) }
           : planned;
@@ -214,6 +246,7 @@ export class Reconciler {
         if (droppedText.length > 0) this.reportDropped(log, dropped, droppedText, previous);
         const keptDropped =
           droppedText.length > 0 ? droppedText : dropping ? previous.droppedFields : undefined;
+        const taints = this.taintsOutcome(log, tainted.summary, keptDropped, previous);
         const status = await record(
           {
             outcome: pools.length === 0 ? 'withdrawn' : 'synced',
@@ -223,6 +256,7 @@ export class Reconciler {
             ...(keptDropped === undefined || pools.length === 0
               ? {}
               : { droppedFields: keptDropped }),
+            ...(taints === undefined || pools.length === 0 ? {} : { taints }),
           },
           !registered,
         );
@@ -239,6 +273,14 @@ export class Reconciler {
         slices: previous?.slices ?? [],
         pools: previous?.pools ?? [],
         error: errorMessage(error),
+        ...(error instanceof InvalidDriverResourcesError
+          ? {
+              problems: error.fieldErrors.map((e) => ({
+                field: e.path,
+                message: formatFieldError(e),
+              })),
+            }
+          : {}),
       });
       if (outcome === 'invalid' || outcome === 'failed' || outcome === 'corrupt') {
         log.warn({ err: errorMessage(error), outcome }, 'sync refused');
@@ -306,6 +348,48 @@ export class Reconciler {
     return { writes, dropped };
   }
 
+  /**
+   * The taints the sync leaves on the key's devices, for its status. A driver-unreachable
+   * taint the server dropped (its DRADeviceTaints gate is off) falls back to what happens
+   * without taints: the slices stay schedulable until the wipe. Said once per loss, in the
+   * status, a metric and the log.
+   */
+  private taintsOutcome(
+    log: Logger,
+    summary: PublishedTaints | undefined,
+    dropped: readonly string[] | undefined,
+    previous: SyncStatus | undefined,
+  ): PublishedTaints | undefined {
+    this.countTaintsAdded(summary, previous?.taints);
+    if (summary?.unreachable === undefined) return summary;
+    if (!(dropped ?? []).some((field) => field.includes('.taints'))) return summary;
+    if (previous?.taints?.unreachable !== 'dropped') {
+      this.options.metrics?.unreachableTaintFallbacks.inc();
+      log.warn(
+        'driver unreachable, but the API server drops device taints (DRADeviceTaints off): ' +
+          'its devices stay schedulable until its slices are withdrawn',
+      );
+    }
+    return { ...summary, unreachable: 'dropped' };
+  }
+
+  private countTaintsAdded(
+    now: PublishedTaints | undefined,
+    before: PublishedTaints | undefined,
+  ): void {
+    const metric = this.options.metrics?.taintsAdded;
+    if (metric === undefined || now === undefined) return;
+    if (now.unhealthy > 0 && (before?.unhealthy ?? 0) === 0) {
+      metric.inc({ condition: TAINT_CONDITIONS.unhealthy });
+    }
+    if (now.healthUnknown > 0 && (before?.healthUnknown ?? 0) === 0) {
+      metric.inc({ condition: TAINT_CONDITIONS.healthUnknown });
+    }
+    if (now.unreachable !== undefined && before?.unreachable === undefined) {
+      metric.inc({ condition: TAINT_CONDITIONS.driverUnreachable });
+    }
+  }
+
   /** Counts dropped fields and logs them once per key and snapshot generation. */
   private reportDropped(
     log: Logger,
@@ -331,7 +415,9 @@ export class Reconciler {
     forgetSnapshot: boolean,
   ): Promise<SyncStatus> {
     const status: SyncStatus = { ...fields, finishedAt: this.now().toISOString() };
-    await turn.finish(status, { forgetSnapshot });
+    // The driver hears of an outcome when what it would be told changed.
+    const announce = !sameFeedback(turn.previousStatus(), status);
+    await turn.finish(status, { forgetSnapshot, announce });
     this.options.metrics?.syncs.inc({ outcome: status.outcome });
     return status;
   }
@@ -350,6 +436,24 @@ function onlyDropped(
   const fields = droppedFields(update, current);
   if (fields.length === 0) return false;
   return semanticEqual(withoutFields(update, fields).spec, current.spec);
+}
+
+/** The driver-unreachable part of the planner's input, from the key's stream state. */
+function unreachable(stream: StreamState | undefined): { unreachableSince?: string } {
+  const since = stream?.unreachableSince;
+  return since === undefined || stream?.state === 'wiped' ? {} : { unreachableSince: since };
+}
+
+/** Whether a driver told of `before` would be told nothing new by `after`. */
+function sameFeedback(before: SyncStatus | undefined, after: SyncStatus): boolean {
+  return (
+    before !== undefined &&
+    before.outcome === after.outcome &&
+    before.snapshotGeneration === after.snapshotGeneration &&
+    isDeepStrictEqual(before.slices, after.slices) &&
+    isDeepStrictEqual(before.droppedFields ?? [], after.droppedFields ?? []) &&
+    isDeepStrictEqual(before.problems ?? [], after.problems ?? [])
+  );
 }
 
 function summaries(plan: SyncPlan): PoolSummary[] {

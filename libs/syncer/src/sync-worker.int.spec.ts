@@ -171,7 +171,12 @@ class Harness {
       async () => {
         const status = await this.status(key);
         const idle =
-          (await this.queue.queue.getJobCountByTypes('active', 'waiting', 'delayed')) === 0;
+          (await this.queue.queue.getJobCountByTypes(
+            'active',
+            'waiting',
+            'prioritized',
+            'delayed',
+          )) === 0;
         return status?.snapshotGeneration === generation && status.outcome === outcome && idle
           ? status
           : undefined;
@@ -248,14 +253,15 @@ describe('sync worker, against the emulator', () => {
     const status = await harness.settled(gpuA, generation);
 
     const slices = await slicesOf(kube, gpuA);
-    expect(slices).toHaveLength(2);
+    // Laid out for taints from the start: at most 64 devices per slice.
+    expect(slices.map((s) => s.spec.devices?.length)).toEqual([64, 64, 2]);
     for (const slice of slices) {
       expect(slice.metadata.labels).toEqual({ 'app.kubernetes.io/managed-by': 'slicekeeper' });
       expect(slice.metadata.ownerReferences).toEqual([
         { apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: nodeUid, controller: true },
       ]);
       expect(slice.spec.nodeName).toBe('node-a');
-      expect(slice.spec.pool).toEqual({ name: 'node-a', generation: 1, resourceSliceCount: 2 });
+      expect(slice.spec.pool).toEqual({ name: 'node-a', generation: 1, resourceSliceCount: 3 });
     }
     expect(
       slices
@@ -265,8 +271,8 @@ describe('sync worker, against the emulator', () => {
     ).toEqual(big.devices.map((d) => d.name).sort());
     expect(status).toMatchObject({
       outcome: 'synced',
-      writes: 2,
-      pools: [{ name: 'node-a', generation: 1, sliceCount: 2, devices: 130 }],
+      writes: 3,
+      pools: [{ name: 'node-a', generation: 1, sliceCount: 3, devices: 130 }],
     });
     expect(status.slices).toEqual(slices.map((s) => s.metadata.name).sort());
   });
@@ -421,7 +427,12 @@ describe('sync worker, against the emulator', () => {
     // Parked: no job retries it (no hot loop, no backoff that would hold back news).
     await waitFor(
       async () =>
-        (await harness.queue.queue.getJobCountByTypes('active', 'waiting', 'delayed')) === 0,
+        (await harness.queue.queue.getJobCountByTypes(
+          'active',
+          'waiting',
+          'prioritized',
+          'delayed',
+        )) === 0,
       { description: 'no job left for the parked key' },
     );
 
@@ -554,7 +565,7 @@ describe('sync worker, against the emulator', () => {
       await waitFor(
         async () =>
           (await slicesOf(kube, live)).length === 1 &&
-          (await harness.queue.queue.getJobCountByTypes('active', 'waiting')) === 0,
+          (await harness.queue.queue.getJobCountByTypes('active', 'waiting', 'prioritized')) === 0,
         {
           description: 'janitor syncs done',
         },
@@ -653,7 +664,7 @@ describe('sync worker, job outcomes and schedules', () => {
     return { reconcile: (_key, context) => outcome(context) };
   }
 
-  const busy = () => queue.queue.getJobCountByTypes('active', 'waiting', 'delayed');
+  const busy = () => queue.queue.getJobCountByTypes('active', 'waiting', 'prioritized', 'delayed');
 
   it('fails a job without retrying when a terminal error escapes the reconciler, and logs it once', async () => {
     const { lines, logger: captured } = capturedLogger();
@@ -738,7 +749,9 @@ describe('sync worker, job outcomes and schedules', () => {
     });
     expect(await schedules()).toEqual(['janitor/60000', 'resync/600000']);
     // Nothing of it in the sync queue: its gauges and idle checks see syncs only.
-    expect(await queue.queue.getJobCountByTypes('active', 'waiting', 'delayed', 'failed')).toBe(0);
+    expect(
+      await queue.queue.getJobCountByTypes('active', 'waiting', 'prioritized', 'delayed', 'failed'),
+    ).toBe(0);
 
     await redis.server.restart({ empty: true });
     await waitFor(() => runs.resync === 2 && runs.janitor === 2, {

@@ -2,7 +2,6 @@ import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 import {
   MAINTENANCE_QUEUE_NAME,
@@ -11,9 +10,10 @@ import {
   queuePrefix,
   syncJobSchema,
 } from '@slicekeeper/contracts';
-import type { MaintenanceJob, SyncJob } from '@slicekeeper/contracts';
+import type { MaintenanceJob, SliceKey, SyncJob, SyncStatus } from '@slicekeeper/contracts';
 import { errorMessage, isTerminal } from '@slicekeeper/errors';
-import { retryDelayMs } from './backoff';
+import { registerQueueGauges } from './queue-gauges';
+import { retryingWorker } from './retrying-worker';
 import type { BackoffPolicy } from './backoff';
 import type { Maintenance } from './maintenance';
 import type { Reconciler } from './reconciler';
@@ -58,6 +58,11 @@ export interface SyncWorkerOptions {
    * check). Every replica takes part; each run happens on one. Without it this replica only syncs.
    */
   maintenance?: MaintenanceScheduleOptions;
+  /**
+   * Called with every status a sync recorded (the node condition and the driver feedback
+   * follow outcomes from here). Must not throw.
+   */
+  onStatus?: (key: SliceKey, status: SyncStatus) => void;
 }
 
 /** Kept in the failed set: few, for looking at what went wrong. */
@@ -83,24 +88,10 @@ export class SyncWorker {
   constructor(private readonly options: SyncWorkerOptions) {
     const { logger } = options;
     const prefix = queuePrefix(options.prefix ?? 'sk');
-    const random = options.random ?? Math.random;
     this.queue = new Queue<SyncJob>(SYNC_QUEUE_NAME, { connection: options.connection, prefix });
-    this.worker = new Worker<SyncJob>(SYNC_QUEUE_NAME, (job) => this.sync(job), {
-      connection: options.connection,
-      prefix,
-      autorun: false,
+    this.worker = retryingWorker<SyncJob>(SYNC_QUEUE_NAME, 'worker', (job) => this.sync(job), {
+      ...options,
       concurrency: options.concurrency ?? 8,
-      lockDuration: options.lockDurationMs ?? 5000,
-      stalledInterval: options.stalledIntervalMs ?? 2000,
-      // A stalled job is one whose replica died: run it again, however often that happens.
-      maxStalledCount: Number.MAX_SAFE_INTEGER,
-      settings: {
-        backoffStrategy: (attemptsMade, _type, error) =>
-          retryDelayMs(attemptsMade, error, random, options.backoff),
-      },
-    });
-    this.worker.on('error', (error) => {
-      logger.error({ err: errorMessage(error) }, 'worker error');
     });
 
     if (options.maintenance !== undefined) {
@@ -124,7 +115,7 @@ export class SyncWorker {
         options: options.maintenance,
       };
     }
-    if (options.registry !== undefined) this.registerGauges(options.registry);
+    if (options.registry !== undefined) registerQueueGauges(this.queue, options.registry);
   }
 
   /**
@@ -186,7 +177,8 @@ export class SyncWorker {
       // BullMQ retries it with `retryDelayMs`'s backoff.
       throw error;
     }
-    const { retry } = reconciled;
+    const { retry, status } = reconciled;
+    if (status !== undefined) this.options.onStatus?.({ node, driver }, status);
     if (retry === undefined) return;
     if (retry.code === 'throttled' && retry.retryAfterMs !== undefined) {
       // The API server asked everyone to slow down: pause the queue for all replicas.
@@ -234,35 +226,6 @@ export class SyncWorker {
         { name, opts: MAINTENANCE_JOB_OPTIONS },
       );
     }
-  }
-
-  private registerGauges(registry: Registry): void {
-    const queue = this.queue;
-    new Gauge({
-      name: 'slicekeeper_queue_jobs',
-      help: 'Sync jobs by state.',
-      labelNames: ['state'],
-      registers: [registry],
-      async collect() {
-        const counts = await queue.getJobCounts(
-          'waiting',
-          'active',
-          'delayed',
-          'failed',
-          'prioritized',
-        );
-        for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
-      },
-    });
-    new Gauge({
-      name: 'slicekeeper_queue_oldest_waiting_seconds',
-      help: 'Age of the oldest waiting sync job. Alert when it keeps growing: syncers fall behind.',
-      registers: [registry],
-      async collect() {
-        const [oldest] = await queue.getWaiting(0, 0);
-        this.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest.timestamp) / 1000));
-      },
-    });
   }
 }
 

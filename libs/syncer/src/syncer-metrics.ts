@@ -1,6 +1,7 @@
 import { Counter, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { syncOutcomes } from '@slicekeeper/contracts';
+import { TAINT_CONDITIONS } from '@slicekeeper/slices';
 
 /** The slice-syncer's metrics. What to alert on is in the README's operations section. */
 export class SyncerMetrics {
@@ -15,6 +16,13 @@ export class SyncerMetrics {
   readonly overlaps: Counter;
   /** Fields the API server dropped from our writes, by the feature gate that likely guards them. */
   readonly droppedFields: Counter<'gate'>;
+  /**
+   * Keys whose devices got a lifecycle taint they did not have, by condition (`unhealthy`,
+   * `health-unknown`, `driver-unreachable`).
+   */
+  readonly taintsAdded: Counter<'condition'>;
+  /** Driver losses the API server could not be told of with a taint (DRADeviceTaints off). */
+  readonly unreachableTaintFallbacks: Counter;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -52,6 +60,20 @@ export class SyncerMetrics {
       name: 'slicekeeper_dropped_fields_total',
       help: 'Writes whose fields the API server dropped (a feature gate off), by gate.',
       labelNames: ['gate'],
+      registers: [registry],
+    });
+    this.taintsAdded = new Counter({
+      name: 'slicekeeper_taints_added_total',
+      help: 'Keys whose devices got a lifecycle taint they did not have, by condition.',
+      labelNames: ['condition'],
+      registers: [registry],
+    });
+    for (const condition of Object.values(TAINT_CONDITIONS)) this.taintsAdded.inc({ condition }, 0);
+    this.unreachableTaintFallbacks = new Counter({
+      name: 'slicekeeper_unreachable_taint_fallbacks_total',
+      help:
+        'Driver losses whose driver-unreachable taint the API server dropped (DRADeviceTaints ' +
+        'off): the devices stay schedulable until the wipe.',
       registers: [registry],
     });
   }

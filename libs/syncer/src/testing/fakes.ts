@@ -1,4 +1,10 @@
-import type { InventorySnapshot, Removal, SliceKey, SyncStatus } from '@slicekeeper/contracts';
+import type {
+  InventorySnapshot,
+  Removal,
+  SliceKey,
+  StreamState,
+  SyncStatus,
+} from '@slicekeeper/contracts';
 import { TerminalError, TransientError } from '@slicekeeper/errors';
 import { createLogger } from '@slicekeeper/observability';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
@@ -12,6 +18,8 @@ export interface FakeKeyRecords {
   registered: boolean;
   snapshot?: InventorySnapshot;
   removal?: Removal;
+  /** The watcher's stream state (`unreachableSince` taints the devices). */
+  stream?: StreamState;
   status?: SyncStatus;
   /** Set to make reading the snapshot fail as a corrupt record does. */
   corrupt?: Error;
@@ -23,6 +31,8 @@ export class FakeRecords {
   readonly records: FakeKeyRecords = { registered: true };
   guard: string | undefined;
   readonly statuses: SyncStatus[] = [];
+  /** The statuses announced to the driver (`finish` with `announce`). */
+  readonly announced: SyncStatus[] = [];
 
   begin(_key: SliceKey, holder: string): Promise<KeyTurn | undefined> {
     if (this.guard !== undefined && this.guard !== holder) return Promise.resolve(undefined);
@@ -39,10 +49,12 @@ export class FakeRecords {
         return records.snapshot;
       },
       removal: () => records.removal,
+      streamState: () => records.stream,
       previousStatus: () => records.status,
       finish: (status, options = {}) => {
         records.status = status;
         this.statuses.push(status);
+        if (options.announce === true) this.announced.push(status);
         if (options.forgetSnapshot === true && !records.registered) {
           records.snapshot = undefined;
           records.forgotten = true;

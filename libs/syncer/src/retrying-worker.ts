@@ -1,0 +1,56 @@
+import { Worker } from 'bullmq';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { queuePrefix } from '@slicekeeper/contracts';
+import { errorMessage } from '@slicekeeper/errors';
+import { retryDelayMs } from './backoff';
+import type { BackoffPolicy } from './backoff';
+
+export interface RetryingWorkerOptions {
+  /** A dedicated connection: the worker blocks on it while waiting for jobs. */
+  connection: Redis;
+  /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
+  prefix?: string;
+  logger: Logger;
+  concurrency: number;
+  /** How long a job's lock lasts without renewal, ms. @defaultValue 5000 */
+  lockDurationMs?: number;
+  /** How often stalled jobs (of dead replicas) are looked for, ms. @defaultValue 2000 */
+  stalledIntervalMs?: number;
+  /** Injected for tests. @defaultValue Math.random */
+  random?: () => number;
+  backoff?: BackoffPolicy;
+}
+
+/**
+ * A BullMQ worker of the syncer's kind: not started (`run()` it), a failed job retried with the
+ * full-jitter backoff of {@link retryDelayMs}, a job of a dead replica (stalled) run again however
+ * often that happens, worker errors logged as `<what> error`.
+ */
+export function retryingWorker<T>(
+  queue: string,
+  what: string,
+  process: (job: Job<T>) => Promise<void>,
+  options: RetryingWorkerOptions,
+): Worker<T> {
+  const random = options.random ?? Math.random;
+  const worker = new Worker<T>(queue, process, {
+    connection: options.connection,
+    prefix: queuePrefix(options.prefix ?? 'sk'),
+    autorun: false,
+    concurrency: options.concurrency,
+    lockDuration: options.lockDurationMs ?? 5000,
+    stalledInterval: options.stalledIntervalMs ?? 2000,
+    // A stalled job is one whose replica died: run it again, however often that happens.
+    maxStalledCount: Number.MAX_SAFE_INTEGER,
+    settings: {
+      backoffStrategy: (attemptsMade, _type, error) =>
+        retryDelayMs(attemptsMade, error, random, options.backoff),
+    },
+  });
+  worker.on('error', (error) => {
+    options.logger.error({ err: errorMessage(error) }, `${what} error`);
+  });
+  return worker;
+}
