@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
 import type { FloorResult } from './floor';
 import type { LatencyResult } from './latency';
+import type { PrioritiesResult } from './priorities';
 import type { RepairResult } from './repair';
 import { round } from './stats';
 import type { ApiCalls } from './support';
@@ -18,7 +19,8 @@ export interface Goal {
   met: boolean;
 }
 
-export interface BenchResults {
+/** What every run records, whichever parts it ran. */
+export interface BenchRun {
   /** The day of the run (UTC), YYYY-MM-DD: the results file's name. */
   date: string;
   startedAt: string;
@@ -34,6 +36,12 @@ export interface BenchResults {
     loadAverageAtEnd?: number[];
   };
   settings: Record<string, unknown>;
+  goals: Goal[];
+  durationSeconds: number;
+}
+
+/** Every part. */
+export interface BenchResults extends BenchRun {
   floor: FloorResult;
   latency: (LatencyResult & { ratioToFloor: number })[];
   sync: SyncRunResult[];
@@ -42,11 +50,15 @@ export interface BenchResults {
   repair: RepairResult;
   syncerMemory: SyncerMemoryResult;
   watcherMemory: WatcherMemoryResult;
-  goals: Goal[];
-  durationSeconds: number;
+  priorities: PrioritiesResult;
 }
 
-export function machineInfo(): BenchResults['machine'] {
+/** Only the sync priorities (`BENCH_ONLY=priorities`). */
+export interface PrioritiesBenchResults extends BenchRun {
+  priorities: PrioritiesResult;
+}
+
+export function machineInfo(): BenchRun['machine'] {
   return {
     cpus: os.cpus().length,
     model: os.cpus()[0]?.model ?? 'unknown',
@@ -146,12 +158,28 @@ export function readsLine(rows: readonly ApiReadsRow[]): string {
   );
 }
 
+/** Probes under a backlog within 1 s p99, every one seen. */
+export function priorityGoal(p: PrioritiesResult): Goal {
+  const { driverLoss, firstPublish } = p;
+  const met = (e: PrioritiesResult['driverLoss']): boolean =>
+    e.seen === e.injected && e.p99ms <= 1000;
+  return {
+    name: `driver-loss taint and new node's first publish under a ${p.keys}-key backlog`,
+    goal: 'p99 ≤ 1 s each, every one seen',
+    actual:
+      `taint p99 ${ms(driverLoss.p99ms)} (${driverLoss.seen}/${driverLoss.injected} seen), ` +
+      `first publish p99 ${ms(firstPublish.p99ms)} (${firstPublish.seen}/${firstPublish.injected} seen)`,
+    met: met(driverLoss) && met(firstPublish),
+  };
+}
+
 /** The goals, each met or not, from the figures. */
 export function evaluateGoals(
   floor: FloorResult,
   latency: readonly (LatencyResult & { ratioToFloor: number })[],
   sync: readonly SyncRunResult[],
   apiReads: readonly ApiReadsRow[],
+  priorities: PrioritiesResult,
 ): Goal[] {
   const goals: Goal[] = [];
   for (const unit of ['change', 'resync'] as const) {
@@ -192,6 +220,7 @@ export function evaluateGoals(
       met: run.warm.seconds <= 15 && run.warm.writes === 0,
     });
   }
+  goals.push(priorityGoal(priorities));
   return goals;
 }
 
@@ -203,12 +232,76 @@ function table(header: readonly string[], rows: readonly (readonly (string | num
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
+function heading(results: BenchRun, title: string): string[] {
+  const { machine } = results;
+  return [
+    `# ${title}, ${results.date}`,
+    `${machine.cpus} × ${machine.model}, ${mib(machine.totalMemoryBytes)}, node ${machine.node}, load at start ${machine.loadAverage.join(' ')}, at the end ${(machine.loadAverageAtEnd ?? []).join(' ')}; ${results.durationSeconds} s`,
+  ];
+}
+
+function goalsTable(goals: readonly Goal[]): string {
+  return table(
+    ['goal', 'target', 'actual', 'met'],
+    goals.map((g) => [g.name, g.goal, g.actual, g.met ? 'met' : '**not met**']),
+  );
+}
+
+function prioritiesSection(p: PrioritiesResult): string[] {
+  const backlog = (e: PrioritiesResult['driverLoss']): string =>
+    `${e.backlog.min} / ${e.backlog.median} / ${e.backlog.max}`;
+  const row = (
+    name: string,
+    reason: string,
+    e: PrioritiesResult['driverLoss'],
+  ): (string | number)[] => [
+    name,
+    reason,
+    e.injected,
+    e.seen === e.injected ? e.seen : `**${e.seen}**`,
+    backlog(e),
+    ms(e.p50ms),
+    ms(e.p99ms),
+    ms(e.maxMs),
+  ];
+  return [
+    '## Sync priorities under a backlog: enqueue → seen through a watch',
+    `A cold publish of ${p.keys} keys on ${p.nodes} nodes (reason \`snapshot\`, priority 3) drained through one slice-syncer with its default write rate and concurrency in **${p.cold.seconds} s** (${p.cold.keysPerSecond} keys/s, ${p.cold.writes} writes). Meanwhile, spread over the drain, published keys lost their driver and new nodes published for the first time; each is timed from its enqueue until the watch shows the key's slice tainted \`<driver>/driver-unreachable\`, or the new key's slice. While the probes were in flight the bench's own event loop, which timestamps the watch events, lagged up to ${ms(p.benchEventLoopDelay.maxMs)} (p99 ${ms(p.benchEventLoopDelay.p99ms)}).`,
+    table(
+      [
+        'event',
+        'reason (priority)',
+        'injected',
+        'seen',
+        'backlog when enqueued (min / median / max jobs)',
+        'p50',
+        'p99',
+        'max',
+      ],
+      [
+        row('driver lost → slice tainted', '`unreachable` (1)', p.driverLoss),
+        row("new node's first publish → slice", '`first-snapshot` (2)', p.firstPublish),
+      ],
+    ),
+  ];
+}
+
+/** The results of `BENCH_ONLY=priorities` as markdown. */
+export function prioritiesMarkdown(results: PrioritiesBenchResults): string {
+  const sections = [
+    ...heading(results, 'slicekeeper system benchmark (sync priorities only)'),
+    ...prioritiesSection(results.priorities),
+    '## Goals',
+    goalsTable(results.goals),
+  ];
+  return `${sections.join('\n\n')}\n`;
+}
+
 /** The results as markdown tables. */
 export function markdown(results: BenchResults): string {
-  const { floor, machine } = results;
+  const { floor } = results;
   const sections = [
-    `# slicekeeper system benchmark, ${results.date}`,
-    `${machine.cpus} × ${machine.model}, ${mib(machine.totalMemoryBytes)}, node ${machine.node}, load at start ${machine.loadAverage.join(' ')}, at the end ${(machine.loadAverageAtEnd ?? []).join(' ')}; ${results.durationSeconds} s`,
+    ...heading(results, 'slicekeeper system benchmark'),
     '## Floor (same Redis, same emulator process)',
     table(
       ['hop', 'samples', 'p50', 'p99', 'max'],
@@ -336,11 +429,9 @@ export function markdown(results: BenchResults): string {
         ],
       ],
     ),
+    ...prioritiesSection(results.priorities),
     '## Goals',
-    table(
-      ['goal', 'target', 'actual', 'met'],
-      results.goals.map((g) => [g.name, g.goal, g.actual, g.met ? 'met' : '**not met**']),
-    ),
+    goalsTable(results.goals),
   ];
   return `${sections.join('\n\n')}\n`;
 }
@@ -369,6 +460,11 @@ function cpuTable(results: BenchResults): string {
       ]),
     ),
     ['repair', results.repair.cpuSeconds, results.repair.wallSeconds],
+    [
+      'cold ×1 with priority probes',
+      results.priorities.cold.cpuSeconds,
+      results.priorities.cold.seconds,
+    ],
   ];
   return table(
     ['phase', 'wall s', ...PROCESSES],
@@ -415,11 +511,14 @@ function summaryCells(s: FloorResult['apiWrite']): (string | number)[] {
   return [s.samples, ms(s.p50), ms(s.p99), ms(s.max)];
 }
 
-/** Writes `bench/results/<date>.json` at the repository root; returns its path. */
-export async function writeResults(results: BenchResults): Promise<string> {
+/**
+ * Writes `bench/results/<date><suffix>.json` at the repository root; returns its path. A run of
+ * some parts only has a suffix, so that it never overwrites a whole run's file.
+ */
+export async function writeResults(results: BenchRun, suffix = ''): Promise<string> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
-  const path = join(dir, `${results.date}.json`);
+  const path = join(dir, `${results.date}${suffix}.json`);
   await writeFile(path, `${JSON.stringify(results, null, 2)}\n`);
   return path;
 }

@@ -1,7 +1,5 @@
 import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { repoRoot } from '@slicekeeper/testing';
 import type { Redis } from 'ioredis';
 import { System } from '../src/harness';
 import type { EmulatorClient, SystemOptions } from '../src/harness';
@@ -51,29 +49,6 @@ export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
     watches: after.watches - before.watches,
     writes: after.writes - before.writes,
   };
-}
-
-/**
- * The /metrics URLs of a System's slice-syncer replicas, from each one's last `started` line in
- * `reports/e2e/<systemName>/<replica>.log` (the replicas listen on ports of their own choosing).
- */
-export async function syncerMetricsUrls(systemName: string, system: System): Promise<string[]> {
-  return Promise.all(
-    system.syncers.map(async (syncer) => {
-      const log = await readFile(
-        join(repoRoot, 'reports', 'e2e', systemName, `${syncer}.log`),
-        'utf8',
-      );
-      let probes: string | undefined;
-      for (const line of log.split('\n')) {
-        if (!line.includes('"msg":"started"')) continue;
-        const entry = JSON.parse(line) as { probes?: unknown };
-        if (typeof entry.probes === 'string') probes = entry.probes;
-      }
-      if (probes === undefined) throw new Error(`${syncer} logged no probe URL`);
-      return `${probes}/metrics`;
-    }),
-  );
 }
 
 /**

@@ -23,14 +23,14 @@ import {
   progress,
   redisUsedMemory,
   settledSyncs,
-  syncerMetricsUrls,
   syncsRun,
   withSystem,
 } from './support';
 import type { ApiCalls } from './support';
 
 const PREFIX = 'sk';
-const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
+/** The drivers of every node: two keys a node. */
+export const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
 const endpointOf = (key: SliceKey): string => `unix:///var/lib/kubelet/plugins/${key.driver}.sock`;
 
 export interface SyncPhaseResult {
@@ -108,13 +108,17 @@ function inventoryOf(key: SliceKey, rev: number): DriverInventory {
 /** Redis round trips in flight at once when seeding. */
 const SEED_PARALLEL = 64;
 
+/** `count` keys over `node-<i>` nodes, two drivers each (the last node may have one). */
+export function clusterKeys(count: number): { nodes: string[]; keys: SliceKey[] } {
+  const nodeCount = Math.ceil(count / DRIVERS.length);
+  const nodes = Array.from({ length: nodeCount }, (_, i) => `node-${i}`);
+  const keys = nodes.flatMap((node) => DRIVERS.map((driver) => ({ node, driver }))).slice(0, count);
+  return { nodes, keys };
+}
+
 /** A fresh System with `replicas` syncers; cold, warm and churn over `keys` keys. */
 export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResult> {
-  const nodeCount = Math.ceil(options.keys / DRIVERS.length);
-  const nodes = Array.from({ length: nodeCount }, (_, i) => `node-${i}`);
-  const keys = nodes
-    .flatMap((node) => DRIVERS.map((driver) => ({ node, driver })))
-    .slice(0, options.keys);
+  const { nodes, keys } = clusterKeys(options.keys);
   const name = `bench-sync-${options.replicas}`;
   return withSystem(
     {
@@ -136,7 +140,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
       // The bench plays the watcher's part, so that nothing but the syncers acts on the keys.
       await system.stopService('plugin-watcher');
       await options.beforeNodes?.(system);
-      const metrics = await syncerMetricsUrls(name, system);
+      const metrics = await system.syncerMetricsUrls();
       progress(`sync ×${options.replicas}: creating ${nodes.length} nodes…`);
       await system.emulator.createNodes(nodes, 32);
       const redis = createRedisConnection({ url: system.redis.url, connectionName: 'bench' });
@@ -176,7 +180,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
  * What the registration API and the plugin-watcher write for a key, written with their own libs:
  * registrations, snapshots and stream states, sync jobs.
  */
-class Producer {
+export class Producer {
   readonly redis: Redis;
   /** Key id → the snapshot generation last stored. */
   readonly generations = new Map<string, number>();
@@ -214,6 +218,26 @@ class Producer {
     });
   }
 
+  /**
+   * Records the key's stream as lost at `since`, as the watcher does when a stream fails (an
+   * error, not EOF): its devices are tainted `driver-unreachable` at the key's next sync.
+   */
+  loseStream(key: SliceKey, since: Date): Promise<void> {
+    return this.snapshots.writeState(key, {
+      state: 'backoff',
+      endpoint: endpointOf(key),
+      since: since.toISOString(),
+      reconnects: 1,
+      unreachableSince: since.toISOString(),
+    });
+  }
+
+  /** Sync jobs ready to run and not yet taken (waiting and prioritized; not delayed or active). */
+  async backlog(): Promise<number> {
+    const counts = await this.queue.queue.getJobCounts('waiting', 'prioritized');
+    return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+  }
+
   enqueue(key: SliceKey, reason: SyncReason): Promise<void> {
     return this.queue.enqueue(key, reason);
   }
@@ -233,15 +257,17 @@ const VERSION = 'v1.ResourcePublisher';
 /**
  * One phase: for a `snapshot` phase, each key's next inventory is stored as the watcher stores
  * it; then a sync job per key is enqueued, and the phase ends when every key's status is synced
- * for its latest snapshot generation and newer than the start.
+ * for its latest snapshot generation and newer than the start. `whileDraining` runs once every
+ * job is enqueued, alongside the drain; the phase also waits for it, but its time is the drain's.
  */
-async function phase(
+export async function phase(
   system: System,
   syncerMetrics: readonly string[],
   producer: Producer,
   name: SyncPhaseResult['phase'],
   keys: readonly SliceKey[],
   reason: SyncReason,
+  whileDraining?: () => Promise<void>,
 ): Promise<SyncPhaseResult> {
   const before = await apiCalls(system.emulator);
   const syncsBefore = await syncsRun(syncerMetrics);
@@ -252,8 +278,10 @@ async function phase(
     await producer.enqueue(key, reason);
   });
   if (reason === 'resync') await producer.promoteDelayed();
-  await untilSynced(producer, keys, startedAt, `${name} phase`);
-  const seconds = (Date.now() - startedAt) / 1000;
+  const drained = untilSynced(producer, keys, startedAt, `${name} phase`).then(
+    () => (Date.now() - startedAt) / 1000,
+  );
+  const [seconds] = await Promise.all([drained, whileDraining?.()]);
   const cpu = cpuSince(cpuBefore, await cpuSeconds());
   // The syncs the phase's writes asked for through the watch count as the phase's.
   const syncs = (await settledSyncs(syncerMetrics)) - syncsBefore;

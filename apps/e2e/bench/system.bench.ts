@@ -12,14 +12,20 @@
  * 4. in the 1-replica System, once churned: BENCH_DELETES managed slices deleted one at a time
  *    behind slicekeeper's back, each timed until its pool is back; then the syncer's memory with
  *    its caches holding every slice and Node against the same syncer idle in the empty cluster;
- * 5. the plugin-watcher's memory per stream over BENCH_STREAMS in-process drivers.
+ * 5. the plugin-watcher's memory per stream over BENCH_STREAMS in-process drivers;
+ * 6. sync priorities under a backlog, a fresh System with one syncer at its default write rate
+ *    and concurrency: while a cold publish of BENCH_PRIORITY_KEYS keys (reason `snapshot`)
+ *    drains, BENCH_PRIORITY_PROBES driver losses and as many new nodes' first publishes, each
+ *    timed from its enqueue until a watch shows the taint or the new slice.
  *
  * API reads (list/get of resourceslices and nodes; watch requests are not reads) are counted in
  * every phase from the emulator's request counters.
  *
  * Progress goes to stderr, markdown tables to stdout, every figure to bench/results/<date>.json.
  * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4", must include 1), BENCH_SECONDS per
- * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000).
+ * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000), BENCH_PRIORITY_KEYS (10000),
+ * BENCH_PRIORITY_PROBES (40 of each kind); BENCH_ONLY=priorities runs part 6 alone and writes
+ * bench/results/<date>-priorities.json.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -31,6 +37,8 @@ import { measureFloor } from './floor';
 import type { FloorResult } from './floor';
 import { SliceWatch, measureLatency } from './latency';
 import type { LatencyResult } from './latency';
+import { measurePriorities } from './priorities';
+import type { PrioritiesResult } from './priorities';
 import { measureRepair } from './repair';
 import type { RepairResult } from './repair';
 import {
@@ -38,16 +46,18 @@ import {
   evaluateGoals,
   machineInfo,
   markdown,
+  prioritiesMarkdown,
+  priorityGoal,
   readsLine,
   writeResults,
 } from './report';
-import type { BenchResults } from './report';
+import type { BenchResults, PrioritiesBenchResults } from './report';
 import { round } from './stats';
 import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunResult } from './sync-throughput';
 import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
 import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
-import { closeSystemsOnSignal, progress, syncerMetricsUrls, withSystem } from './support';
+import { closeSystemsOnSignal, progress, withSystem } from './support';
 import { measureWatcherMemory } from './watcher-memory';
 
 function positiveInt(name: string, fallback: number): number {
@@ -67,6 +77,10 @@ const REPLICAS = (process.env.BENCH_REPLICAS ?? '1,2,4').split(',').map((r) => {
   return value;
 });
 if (!REPLICAS.includes(1)) throw new Error('BENCH_REPLICAS must include 1 (repair and memory)');
+const PRIORITY_KEYS = positiveInt('BENCH_PRIORITY_KEYS', 10_000);
+const PRIORITY_PROBES = positiveInt('BENCH_PRIORITY_PROBES', 40);
+const ONLY = process.env.BENCH_ONLY ?? '';
+if (ONLY !== '' && ONLY !== 'priorities') throw new Error('BENCH_ONLY: "priorities" or unset');
 /** Sync jobs per syncer replica at once, in every phase. */
 const CONCURRENCY = 16;
 /** Drivers (keys, one per node) of the latency phases. */
@@ -117,7 +131,7 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
       });
       drivers.sort((a, b) => a.node.localeCompare(b.node, 'en', { numeric: true }));
       const ids = drivers.map((d) => keyId({ node: d.node, driver: d.driver }));
-      const syncerMetrics = await syncerMetricsUrls(LATENCY_SYSTEM, system);
+      const syncerMetrics = await system.syncerMetricsUrls();
       const watch = await SliceWatch.open(system.emulator.url);
       try {
         await system.until(
@@ -201,8 +215,39 @@ async function syncRun(replicas: number): Promise<{
   return { run, ...(repair ? { repair } : {}), ...(memory ? { memory } : {}) };
 }
 
+async function priorities(): Promise<PrioritiesResult> {
+  progress(
+    `priorities: fresh system, ${PRIORITY_KEYS}-key backlog, ${PRIORITY_PROBES} driver losses and ${PRIORITY_PROBES} first publishes…`,
+  );
+  return measurePriorities({ keys: PRIORITY_KEYS, probes: PRIORITY_PROBES });
+}
+
+/** `BENCH_ONLY=priorities`: part 6 alone, in a results file of its own. */
+async function prioritiesOnly(): Promise<void> {
+  const startedAt = new Date();
+  const machine = machineInfo();
+  const start = performance.now();
+  const result = await priorities();
+  const results: PrioritiesBenchResults = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    settings: { priorityKeys: PRIORITY_KEYS, priorityProbes: PRIORITY_PROBES },
+    priorities: result,
+    goals: [priorityGoal(result)],
+    durationSeconds: round((performance.now() - start) / 1000, 1),
+  };
+  const path = await writeResults(results, '-priorities');
+  process.stdout.write(prioritiesMarkdown(results));
+  progress(`results written to ${path}`);
+}
+
 async function main(): Promise<void> {
   closeSystemsOnSignal();
+  if (ONLY === 'priorities') {
+    await prioritiesOnly();
+    return;
+  }
   const startedAt = new Date();
   const machine = machineInfo();
   const start = performance.now();
@@ -229,6 +274,7 @@ async function main(): Promise<void> {
   progress(readsLine(apiReads));
   progress(`watcher memory: fresh system for ${STREAMS} streams…`);
   const watcherMemory = await measureWatcherMemory(STREAMS);
+  const prioritiesResult = await priorities();
   const results: BenchResults = {
     date: startedAt.toISOString().slice(0, 10),
     startedAt: startedAt.toISOString(),
@@ -243,6 +289,8 @@ async function main(): Promise<void> {
       latencyDrivers: LATENCY_DRIVERS,
       latencyRates: LATENCY_RATES,
       floorSamples: FLOOR_SAMPLES,
+      priorityKeys: PRIORITY_KEYS,
+      priorityProbes: PRIORITY_PROBES,
     },
     floor,
     latency,
@@ -251,7 +299,8 @@ async function main(): Promise<void> {
     repair,
     syncerMemory,
     watcherMemory,
-    goals: evaluateGoals(floor, latency, sync, apiReads),
+    priorities: prioritiesResult,
+    goals: evaluateGoals(floor, latency, sync, apiReads, prioritiesResult),
     durationSeconds: round((performance.now() - start) / 1000, 1),
   };
   const path = await writeResults(results);

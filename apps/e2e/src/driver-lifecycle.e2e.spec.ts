@@ -1,7 +1,8 @@
 import { System, gpuInventory, publishes } from './harness';
 import type { ExampleDriverProcess } from './harness';
 
-const WIPE_DELAY_MS = 5000;
+const WIPE_DELAY_MS = 10_000;
+const UNREACHABLE = 'gpu.example.com/driver-unreachable';
 const GPU = 'gpu.example.com';
 
 describe('driver lifecycle (scenarios 3 and 4)', () => {
@@ -15,6 +16,7 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
       name: 'driver-lifecycle',
       nodes: ['node-a', 'node-b'],
       watcherEnv: { WIPE_DELAY: `${WIPE_DELAY_MS}ms` },
+      emulatorEnv: { FEATURE_GATES: 'DRADeviceTaints=true' },
     });
     driver = await system.exampleDriver({ node: 'node-a', driver: GPU, inventory });
     await system.until('the driver published', async () => publishes(await slices(), inventory));
@@ -27,36 +29,56 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
   const streaming = async (): Promise<boolean> =>
     (await system.status('node-a', GPU))?.stream?.state === 'streaming';
 
-  it('a driver that comes back before the wipe delay costs no write at all', async () => {
-    await system.emulator.clearLog();
-    const killedAt = Date.now();
-    await driver.kill();
-    await driver.start();
-    await system.until('the stream is back', streaming);
-    expect(Date.now() - killedAt).toBeLessThan(WIPE_DELAY_MS);
-    // Watch past the moment the wipe would have happened.
-    await system.until(
-      'the wipe delay has passed',
-      () => Date.now() > killedAt + WIPE_DELAY_MS + 1500,
+  const tainted = async (): Promise<boolean> => {
+    const all = await slices();
+    return (
+      all.length > 0 &&
+      all.every((slice) =>
+        (slice.spec.devices ?? []).every((device) =>
+          (device.taints ?? []).some((t) => t.key === UNREACHABLE && t.effect === 'NoSchedule'),
+        ),
+      )
+    );
+  };
+  const untainted = async (): Promise<boolean> =>
+    (await slices()).every((slice) =>
+      (slice.spec.devices ?? []).every((device) => (device.taints ?? []).length === 0),
     );
 
-    expect(await system.emulator.sliceWrites()).toEqual([]);
+  it('a driver killed and back before the wipe delay: tainted, then untainted, the pool generation unchanged', async () => {
+    const generation = (await slices())[0]?.spec.pool.generation;
+    await system.emulator.clearLog();
+    await driver.kill();
+    await system.until('every device tainted driver-unreachable', tainted);
+    expect((await system.status('node-a', GPU))?.sync?.taints?.unreachable).toBe('tainted');
+
+    await driver.start();
+    await system.until('the stream is back', streaming);
+    await system.until('the taint removed', untainted);
+    // Never withdrawn: the taint came and went in place.
+    expect((await system.emulator.sliceWrites()).map((w) => w.verb)).toEqual(['update', 'update']);
+    expect((await slices()).map((s) => s.spec.pool.generation)).toEqual([generation]);
     expect(publishes(await slices(), inventory)).toBe(true);
   }, 60_000);
 
-  it('a killed driver has its slices withdrawn after the wipe delay, and republished when back', async () => {
+  it('a killed driver is tainted at once, withdrawn after the wipe delay, republished when back', async () => {
     await system.emulator.clearLog();
     const killedAt = Date.now();
     await driver.kill();
+    await system.until('every device tainted driver-unreachable', tainted);
+    const yaml = await system.kubectl('get', 'resourceslices', '-o', 'yaml');
+    expect(yaml).toContain(`key: ${UNREACHABLE}`);
+    expect(yaml).toContain('effect: NoSchedule');
+
     await system.until('the slices withdrawn', async () => (await slices()).length === 0, 30_000);
-    const withdrawnAfter = Date.now() - killedAt;
-    expect(withdrawnAfter).toBeGreaterThanOrEqual(WIPE_DELAY_MS);
-    expect(withdrawnAfter).toBeLessThan(WIPE_DELAY_MS + 10_000);
-    expect((await system.emulator.sliceWrites()).map((w) => w.verb)).toEqual(['delete']);
+    // The wipe waits for its delay; the taint did not.
+    expect(Date.now() - killedAt).toBeGreaterThanOrEqual(WIPE_DELAY_MS);
+    expect((await system.emulator.sliceWrites()).map((w) => w.verb)).toEqual(['update', 'delete']);
     expect((await system.status('node-a', GPU))?.stream?.state).toBe('wiped');
 
     await driver.start();
     await system.until('republished', async () => publishes(await slices(), inventory));
+    expect(await untainted()).toBe(true);
     expect((await system.status('node-a', GPU))?.sync?.outcome).toBe('synced');
   }, 60_000);
 

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
-import type { SupervisedProcess } from '@slicekeeper/local-stack';
+import type { LogEntry, SupervisedProcess } from '@slicekeeper/local-stack';
 
 interface DriverOptions {
   node: string;
@@ -81,6 +81,11 @@ export class ExampleDriverProcess {
   async publish(inventory: DriverInventory): Promise<void> {
     await writeFile(this.inventoryFile, JSON.stringify(inventory));
     this.running().signal('SIGHUP');
+  }
+
+  /** The first log entry of the running driver that `match` accepts (one already seen counts). */
+  waitForLog(match: (entry: LogEntry) => boolean, what: string): Promise<LogEntry> {
+    return this.running().waitForLog(match, what);
   }
 
   /** Kills the driver as a crash would: no deregistration; its socket stays behind. */

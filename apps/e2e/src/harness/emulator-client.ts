@@ -16,6 +16,7 @@ export interface ResourceSlice {
     devices?: {
       name: string;
       attributes?: Record<string, { int?: number; string?: string; version?: string }>;
+      taints?: { key: string; value?: string; effect: string; timeAdded?: string }[];
     }[];
   };
 }

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -235,6 +235,34 @@ export class System {
     if (response.status !== 204 && response.status !== 200) {
       throw new Error(`DELETE ${node}/${driver}: ${response.status} ${await response.text()}`);
     }
+  }
+
+  /**
+   * The /metrics URLs of the slice-syncer replicas, from each one's last `started` line in its
+   * log (the replicas listen on ports of their own choosing).
+   */
+  async syncerMetricsUrls(): Promise<string[]> {
+    return Promise.all(
+      this.syncers.map(async (syncer) => {
+        const log = await readFile(join(this.logDir, `${syncer}.log`), 'utf8');
+        let probes: string | undefined;
+        for (const line of log.split('\n')) {
+          if (!line.includes('"msg":"started"')) continue;
+          const entry = JSON.parse(line) as { probes?: unknown };
+          if (typeof entry.probes === 'string') probes = entry.probes;
+        }
+        if (probes === undefined) throw new Error(`${syncer} logged no probe URL`);
+        return `${probes}/metrics`;
+      }),
+    );
+  }
+
+  /** The first slice-syncer replica's metrics, in Prometheus' text format. */
+  async syncerMetrics(): Promise<string> {
+    const [url] = await this.syncerMetricsUrls();
+    if (url === undefined) throw new Error('no slice-syncer replica');
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    return response.text();
   }
 
   /** Runs kubectl against the emulator; resolves with its stdout. */
