@@ -47,6 +47,12 @@ export type DeviceCounterConsumption = z.infer<typeof deviceCounterConsumptionSc
 export const deviceHealthStatuses = ['healthy', 'unhealthy', 'unknown'] as const;
 export type DeviceHealthStatus = (typeof deviceHealthStatuses)[number];
 
+/**
+ * The longest health timeout a driver may set, in seconds (a day): a driver that cannot report
+ * more often than that does not report health.
+ */
+export const MAX_HEALTH_TIMEOUT_SECONDS = 86_400;
+
 /** The longest health message a driver may send (KEP-4680's limit), in characters. */
 export const MAX_HEALTH_MESSAGE_LENGTH = 1024;
 
@@ -63,7 +69,7 @@ export const deviceHealthSchema = z
      * Without a new message from the driver for this long, the device's health becomes
      * `unknown` (the watcher rewrites the snapshot). Unset: the health holds until the next one.
      */
-    timeoutSeconds: z.number().int().positive().optional(),
+    timeoutSeconds: z.number().int().positive().max(MAX_HEALTH_TIMEOUT_SECONDS).optional(),
   })
   .strict();
 export type DeviceHealth = z.infer<typeof deviceHealthSchema>;

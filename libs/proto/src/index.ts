@@ -5,12 +5,7 @@
  */
 export * as registration from './generated/pluginregistration/v1/api';
 export * as publisher from './generated/slicekeeper/v1/resources';
-export {
-  MAX_HEALTH_TIMEOUT_SECONDS,
-  fromDriverInventory,
-  mapDriverResources,
-  toDriverInventory,
-} from './inventory-mapper';
+export { fromDriverInventory, mapDriverResources, toDriverInventory } from './inventory-mapper';
 export type { InventoryMapping, ToInventoryOptions } from './inventory-mapper';
 export { publishFeedback, publishStatusRequest } from './publish-status-mapper';
 export type { PublishFeedback } from './publish-status-mapper';

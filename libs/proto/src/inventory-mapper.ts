@@ -1,4 +1,4 @@
-import { MAX_HEALTH_MESSAGE_LENGTH } from '@slicekeeper/contracts';
+import { MAX_HEALTH_MESSAGE_LENGTH, MAX_HEALTH_TIMEOUT_SECONDS } from '@slicekeeper/contracts';
 import type {
   CounterSet,
   Device,
@@ -32,12 +32,6 @@ export type InventoryMapping =
 
 /** Largest int64 magnitude a JavaScript number (the domain model's integers) holds exactly. */
 const MAX_EXACT_INTEGER = BigInt(Number.MAX_SAFE_INTEGER);
-
-/**
- * Longest health timeout a driver may set, s (24 hours): a driver that cannot report more
- * often than that does not report health.
- */
-export const MAX_HEALTH_TIMEOUT_SECONDS = 86_400;
 
 /** Largest magnitude of a Duration's nanos (protobuf's rule). */
 const MAX_DURATION_NANOS = 999_999_999;
