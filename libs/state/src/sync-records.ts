@@ -97,6 +97,9 @@ return 0`,
  * (outcome `corrupt`) and a status is only parsed when a failed sync needs it.
  */
 export class SyncTurn {
+  /** The previous status, decoded once (a sync asks for it several times). */
+  private decodedStatus: { status: SyncStatus | undefined } | undefined;
+
   constructor(
     private readonly keys: RedisKeys,
     private readonly key: SliceKey,
@@ -137,10 +140,16 @@ export class SyncTurn {
    * loses what a failed sync shows as still published.
    */
   previousStatus(): SyncStatus | undefined {
-    const [error, raw] = this.reads[Read.Status] ?? [null, null];
-    return error === null && typeof raw === 'string'
-      ? decodeOrUndefined(syncStatusSchema, raw)
-      : undefined;
+    if (this.decodedStatus === undefined) {
+      const [error, raw] = this.reads[Read.Status] ?? [null, null];
+      this.decodedStatus = {
+        status:
+          error === null && typeof raw === 'string'
+            ? decodeOrUndefined(syncStatusSchema, raw)
+            : undefined,
+      };
+    }
+    return this.decodedStatus.status;
   }
 
   /**

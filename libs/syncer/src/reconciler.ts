@@ -89,6 +89,11 @@ export interface Reconciled {
   status?: SyncStatus;
   /** Set when the key must be looked at again: the worker retries with this error's backoff. */
   retry?: TransientError;
+  /**
+   * Whether the recorded status tells something new (outcome, slices, dropped fields, problems):
+   * what the driver is told of, and what the node condition follows.
+   */
+  changed?: boolean;
 }
 
 /**
@@ -127,7 +132,10 @@ export class Reconciler {
     }
     const startedAt = this.now();
     try {
-      return await this.sync(key, context, turn, startedAt);
+      const reconciled = await this.sync(key, context, turn, startedAt);
+      const { status } = reconciled;
+      if (status === undefined) return reconciled;
+      return { ...reconciled, changed: !sameFeedback(turn.previousStatus(), status) };
     } finally {
       // Recording the outcome released the guard, unless the sync failed before it got there.
       await turn.release();
@@ -444,12 +452,15 @@ function unreachable(stream: StreamState | undefined): { unreachableSince?: stri
   return since === undefined || stream?.state === 'wiped' ? {} : { unreachableSince: since };
 }
 
-/** Whether a driver told of `before` would be told nothing new by `after`. */
+/**
+ * Whether a driver told of `before` would be told nothing new by `after`. A new snapshot
+ * generation alone is not news: an inventory change published into the same slices costs the
+ * driver no call (and the node condition no evaluation) per change.
+ */
 function sameFeedback(before: SyncStatus | undefined, after: SyncStatus): boolean {
   return (
     before !== undefined &&
     before.outcome === after.outcome &&
-    before.snapshotGeneration === after.snapshotGeneration &&
     isDeepStrictEqual(before.slices, after.slices) &&
     isDeepStrictEqual(before.droppedFields ?? [], after.droppedFields ?? []) &&
     isDeepStrictEqual(before.problems ?? [], after.problems ?? [])

@@ -59,8 +59,8 @@ export interface SyncWorkerOptions {
    */
   maintenance?: MaintenanceScheduleOptions;
   /**
-   * Called with every status a sync recorded (the node condition and the driver feedback
-   * follow outcomes from here). Must not throw.
+   * Called with a status a sync recorded when it tells something new (`Reconciled.changed`):
+   * the node condition follows outcomes from here. Must not throw.
    */
   onStatus?: (key: SliceKey, status: SyncStatus) => void;
 }
@@ -177,8 +177,8 @@ export class SyncWorker {
       // BullMQ retries it with `retryDelayMs`'s backoff.
       throw error;
     }
-    const { retry, status } = reconciled;
-    if (status !== undefined) this.options.onStatus?.({ node, driver }, status);
+    const { retry, status, changed } = reconciled;
+    if (status !== undefined && changed === true) this.options.onStatus?.({ node, driver }, status);
     if (retry === undefined) return;
     if (retry.code === 'throttled' && retry.retryAfterMs !== undefined) {
       // The API server asked everyone to slow down: pause the queue for all replicas.

@@ -39,6 +39,7 @@ export function expireHealth(
       },
     };
   };
+  if (!reportsHealth(inventory)) return { inventory, nextDeadline: undefined };
   const pools = inventory.pools.map((pool): Pool => {
     const devices = pool.devices.map(expire);
     const slices = pool.slices?.map((slice) => ({ ...slice, devices: slice.devices.map(expire) }));
@@ -49,8 +50,18 @@ export function expireHealth(
 
 /** Whether two inventories differ in device health and in nothing else. */
 export function onlyHealthDiffers(before: DriverInventory, after: DriverInventory): boolean {
+  // Most drivers report no health at all: nothing to compare.
+  if (!reportsHealth(before) && !reportsHealth(after)) return false;
   if (isDeepStrictEqual(before, after)) return false;
   return isDeepStrictEqual(withoutHealth(before), withoutHealth(after));
+}
+
+function reportsHealth(inventory: DriverInventory): boolean {
+  return inventory.pools.some(
+    (pool) =>
+      pool.devices.some((d) => d.health !== undefined) ||
+      (pool.slices ?? []).some((slice) => slice.devices.some((d) => d.health !== undefined)),
+  );
 }
 
 function withoutHealth(inventory: DriverInventory): DriverInventory {

@@ -456,7 +456,7 @@ describe('KeyWatch', () => {
       watch.notify(status);
       await settle();
       connector.last(A).answer = 'delivered';
-      watch.notify({ ...status, snapshotGeneration: 2 });
+      watch.notify({ ...status, outcome: 'invalid', error: 'bad' });
       await settle();
       expect(connector.last(A).told).toEqual([]);
 
@@ -467,6 +467,10 @@ describe('KeyWatch', () => {
       watch.notify({ ...status, snapshotGeneration: 3 });
       await settle();
       expect(connector.last(A).told.map((s) => s.snapshotGeneration)).toEqual([3]);
+      // The same outcome for a newer snapshot, into the same slices: nothing new to tell.
+      watch.notify({ ...status, snapshotGeneration: 4 });
+      await settle();
+      expect(connector.last(A).told).toHaveLength(1);
     });
   });
 });

@@ -258,11 +258,14 @@ export class PluginStream {
   }
 }
 
-/** What a driver is told of a status: equal identities are told once per connection. */
+/**
+ * What a driver is told of a status: equal identities are told once per connection. A new
+ * snapshot generation published into the same slices is not news (see the syncer's
+ * announcements).
+ */
 function feedbackIdentity(status: SyncStatus): string {
   return JSON.stringify([
     status.outcome,
-    status.snapshotGeneration,
     status.slices,
     status.droppedFields ?? [],
     status.problems ?? [],

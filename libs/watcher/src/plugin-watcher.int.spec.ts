@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { inventorySnapshotSchema, streamStateSchema } from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
-import type { SliceKey, SyncReason } from '@slicekeeper/contracts';
+import type { SliceKey, SyncReason, SyncStatus } from '@slicekeeper/contracts';
+import { Writable } from 'node:stream';
 import { DriverServer } from '@slicekeeper/driver-kit';
+import type { DriverServerOptions, PublishFeedback } from '@slicekeeper/driver-kit';
 import { SyncQueue } from '@slicekeeper/queue';
-import { RegistrationStore } from '@slicekeeper/state';
+import { RegistrationStore, SyncRecords } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
-import { createMetricsRegistry } from '@slicekeeper/observability';
+import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
 import { PluginWatcher } from './plugin-watcher';
 import type { PluginWatcherOptions } from './plugin-watcher';
 import { gpus, silentLogger } from './testing/fakes';
@@ -48,11 +50,16 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     await queue.close();
   });
 
-  async function driver(node: string, name = node): Promise<DriverServer> {
+  async function driver(
+    node: string,
+    name = node,
+    options: Partial<DriverServerOptions> = {},
+  ): Promise<DriverServer> {
     const plugin = new DriverServer({
       driverName: DRIVER,
       endpoint: `unix://${join(dir, `${name}.sock`)}`,
       inventory: gpus(8),
+      ...options,
     });
     await plugin.start();
     closers.push(() => plugin.close());
@@ -313,5 +320,99 @@ describe('PluginWatcher (Redis + gRPC)', () => {
       /slicekeeper_watcher_snapshots_total\{result="stored",service="plugin-watcher"\} 1/,
     );
     expect(text).toMatch(/slicekeeper_watcher_snapshot_bytes_count\{service="plugin-watcher"\} 1/);
+  });
+
+  describe('publish feedback', () => {
+    const published: SyncStatus = {
+      outcome: 'synced',
+      snapshotGeneration: 1,
+      slices: ['00000-gpu.example.com-node-a-abcde'],
+      pools: [],
+      attempt: 1,
+      startedAt: '2026-11-24T12:00:00.000Z',
+      finishedAt: '2026-11-24T12:00:00.000Z',
+      writes: 1,
+    };
+    const refused: SyncStatus = {
+      ...published,
+      outcome: 'invalid',
+      snapshotGeneration: 2,
+      error: 'invalid driver resources: pools[0].devices[0].name: Invalid value',
+      problems: [{ field: 'pools[0].devices[0].name', message: 'Invalid value' }],
+    };
+
+    /** Records a sync's outcome as the syncer does, announcing it. */
+    async function announce(status: SyncStatus, node = 'node-a'): Promise<void> {
+      const turn = await new SyncRecords({ redis, prefix }).begin(
+        { node, driver: DRIVER },
+        `job-${status.snapshotGeneration}`,
+      );
+      if (turn === undefined) throw new Error('guard held');
+      await turn.finish(status, { announce: true });
+    }
+
+    function subscriber(): Redis {
+      const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+      closers.push(() => {
+        connection.disconnect();
+        return Promise.resolve();
+      });
+      return connection;
+    }
+
+    it('tells the driver each announced outcome over its stream', async () => {
+      const told: PublishFeedback[] = [];
+      const a = await driver('node-a', 'node-a', { onFeedback: (f) => told.push(f) });
+      await register('node-a', a);
+      await watcher({ feedbackSubscriber: subscriber() });
+      await waitFor(() => snapshot('node-a'), { description: 'first snapshot' });
+
+      await announce(published);
+      await waitFor(() => told.length === 1, { description: 'the published outcome told' });
+      await announce(refused);
+      await waitFor(() => told.length === 2, { description: 'the invalid outcome told' });
+      expect(told).toEqual([
+        expect.objectContaining({
+          nodeName: 'node-a',
+          outcome: 'synced',
+          snapshotGeneration: 1,
+          sliceNames: published.slices,
+        }),
+        expect.objectContaining({ outcome: 'invalid', problems: refused.problems }),
+      ]);
+    });
+
+    it('does not ask again a driver that answered Unimplemented on that connection', async () => {
+      const lines: string[] = [];
+      const destination = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      });
+      const logger = createLogger({ service: 'test', level: 'info', destination });
+      const a = await driver('node-a', 'node-a', { servePublishStatus: false });
+      const told: PublishFeedback[] = [];
+      const b = await driver('node-b', 'node-b', { onFeedback: (f) => told.push(f) });
+      await register('node-a', a);
+      await register('node-b', b);
+      await watcher({ feedbackSubscriber: subscriber(), logger });
+      await waitFor(async () => (await snapshot('node-a')) !== undefined, {
+        description: 'the first snapshots',
+      });
+      await waitFor(async () => (await snapshot('node-b')) !== undefined);
+
+      await announce(published);
+      const deaf = (line: string) => line.includes('does not take publish feedback');
+      await waitFor(() => lines.some(deaf), { description: 'the Unimplemented answer seen' });
+      await announce(refused);
+      // Announcements reach the watcher in order: once node-b's driver has heard of its own
+      // (twice, a round trip each), node-a's refusal has long been handled.
+      await announce(published, 'node-b');
+      await waitFor(() => told.length === 1, { description: "node-b's outcome told" });
+      await announce(refused, 'node-b');
+      await waitFor(() => told.length === 2, { description: "node-b's second outcome told" });
+      expect(lines.filter(deaf)).toHaveLength(1);
+    });
   });
 });
