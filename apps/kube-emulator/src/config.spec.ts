@@ -8,6 +8,7 @@ describe('kube emulator config', () => {
       KUBECONFIG_OUT: '.kube-emulator/kubeconfig',
       HISTORY_SIZE: 10_000,
       GC_DELAY: 0,
+      KUBE_RELEASE: '1.34',
       FEATURE_GATES: {},
       LOG_LEVEL: 'info',
     });
@@ -68,6 +69,30 @@ describe('kube emulator config', () => {
       ).toThrow(
         /FEATURE_GATES: missing bool value for DRADeviceTaints[\s\S]*FEATURE_GATES: invalid value of DRAConsumableCapacity=on/,
       );
+    });
+  });
+
+  describe('KUBE_RELEASE', () => {
+    it('takes a release the emulator can pass for', () => {
+      expect(loadConfig({ KUBE_RELEASE: '1.32' }).KUBE_RELEASE).toBe('1.32');
+      expect(loadConfig({ KUBE_RELEASE: '1.36' }).KUBE_RELEASE).toBe('1.36');
+    });
+
+    it('refuses another, naming the variable and the accepted values', () => {
+      expect(() => loadConfig({ KUBE_RELEASE: 'v1.34' })).toThrow(
+        'KUBE_RELEASE: must be one of 1.32, 1.33, 1.34, 1.35, 1.36 (got "v1.34")',
+      );
+    });
+
+    it('refuses a gate the release does not have', () => {
+      expect(() =>
+        loadConfig({ KUBE_RELEASE: '1.33', FEATURE_GATES: 'DRAConsumableCapacity=true' }),
+      ).toThrow(
+        'FEATURE_GATES: unrecognized feature gate: DRAConsumableCapacity (kube-apiserver 1.33 has no such gate)',
+      );
+      expect(
+        loadConfig({ KUBE_RELEASE: '1.33', FEATURE_GATES: 'DRADeviceTaints=true' }).FEATURE_GATES,
+      ).toEqual({ DRADeviceTaints: true });
     });
   });
 });

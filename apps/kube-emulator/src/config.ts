@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { DraFeatureGate, FeatureGates } from '@slicekeeper/apiserver';
+import { DEFAULT_KUBE_RELEASE, KUBE_RELEASES, releaseHasGate } from '@slicekeeper/apiserver';
+import type { DraFeatureGate, FeatureGates, KubeRelease } from '@slicekeeper/apiserver';
 import { envDurationMs, envInt, envLogLevel, envPort, parseConfig } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
@@ -73,36 +74,77 @@ function envFeatureGates(description: string) {
     .describe(description);
 }
 
-export const schema = z.object({
-  PORT: envPort(
-    8001,
-    'Port of the plain-HTTP API (8001, as `kubectl proxy`, which also serves the API without TLS); 0 picks a free one.',
-  ),
-  HOST: z
+/** A release kube-apiserver version the emulator can pass for, `1.34` style. */
+function envKubeRelease(description: string) {
+  return z
     .string()
-    .default('127.0.0.1')
-    .describe(
-      'Interface to bind. The emulator has no TLS and no real security: keep it on loopback.',
+    .default(DEFAULT_KUBE_RELEASE)
+    .refine((value): value is KubeRelease => (KUBE_RELEASES as readonly string[]).includes(value), {
+      message: `must be one of ${KUBE_RELEASES.join(', ')}`,
+    })
+    .transform((value) => value as KubeRelease)
+    .describe(description);
+}
+
+export const schema = z
+  .object({
+    PORT: envPort(
+      8001,
+      'Port of the plain-HTTP API (8001, as `kubectl proxy`, which also serves the API without TLS); 0 picks a free one.',
     ),
-  TOKEN_FILE: z
-    .string()
-    .optional()
-    .describe(
-      'kube-apiserver static token file (token,user,uid,"groups"); when unset, every request is allowed.',
+    HOST: z
+      .string()
+      .default('127.0.0.1')
+      .describe(
+        'Interface to bind. The emulator has no TLS and no real security: keep it on loopback.',
+      ),
+    TOKEN_FILE: z
+      .string()
+      .optional()
+      .describe(
+        'kube-apiserver static token file (token,user,uid,"groups"); when unset, every request is allowed.',
+      ),
+    KUBECONFIG_OUT: z
+      .string()
+      .default('.kube-emulator/kubeconfig')
+      .describe('Where to write a kubeconfig for kubectl and @kubernetes/client-node.'),
+    DATA_FILE: z
+      .string()
+      .optional()
+      .describe(
+        'File the stored objects persist in: written on a clean shutdown (SIGTERM), loaded on start, so a restart (also as another KUBE_RELEASE) keeps names, UIDs and resourceVersions. Watch history starts empty (older resourceVersions get 410). Unset: nothing persists.',
+      ),
+    HISTORY_SIZE: envInt(
+      10_000,
+      'Change events kept for resuming watches and exact-version lists.',
+      {
+        min: 1,
+      },
     ),
-  KUBECONFIG_OUT: z
-    .string()
-    .default('.kube-emulator/kubeconfig')
-    .describe('Where to write a kubeconfig for kubectl and @kubernetes/client-node.'),
-  HISTORY_SIZE: envInt(10_000, 'Change events kept for resuming watches and exact-version lists.', {
-    min: 1,
-  }),
-  GC_DELAY: envDurationMs('0ms', 'Delay before a Node deletion takes its ResourceSlices with it.'),
-  FEATURE_GATES: envFeatureGates(
-    "DRA gates as kube-apiserver's `--feature-gates` takes them, e.g. `DRADeviceTaints=true,DRAConsumableCapacity=false`. Unset, the alpha ones are off and DRAResourceClaimDeviceStatus on; a written ResourceSlice loses the fields of a disabled gate unless the stored one uses them, as in kube-apiserver 1.34. Other gate names are refused.",
-  ),
-  LOG_LEVEL: envLogLevel(),
-});
+    GC_DELAY: envDurationMs(
+      '0ms',
+      'Delay before a Node deletion takes its ResourceSlices with it.',
+    ),
+    KUBE_RELEASE: envKubeRelease(
+      `The Kubernetes release to pass for (${KUBE_RELEASES.join(', ')}): what /version answers, which resource.k8s.io versions are served (1.32: v1beta1; 1.33: v1beta2, v1beta1; 1.34 on: v1, v1beta2, v1beta1) and the feature gates' defaults.`,
+    ),
+    FEATURE_GATES: envFeatureGates(
+      "DRA gates as kube-apiserver's `--feature-gates` takes them, e.g. `DRADeviceTaints=true,DRAConsumableCapacity=false`. A gate left out has KUBE_RELEASE's default (up to 1.35 the alpha ones are off and DRAResourceClaimDeviceStatus on from 1.33; in 1.36 all are on); a written ResourceSlice loses the fields of a disabled gate unless the stored one uses them. Gate names the release does not have are refused.",
+    ),
+    LOG_LEVEL: envLogLevel(),
+  })
+  .superRefine((config, ctx) => {
+    // kube-apiserver refuses a gate its release does not have.
+    for (const gate of Object.keys(config.FEATURE_GATES) as DraFeatureGate[]) {
+      if (!releaseHasGate(config.KUBE_RELEASE, gate)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['FEATURE_GATES'],
+          message: `unrecognized feature gate: ${gate} (kube-apiserver ${config.KUBE_RELEASE} has no such gate)`,
+        });
+      }
+    }
+  });
 
 export type KubeEmulatorConfig = z.output<typeof schema>;
 

@@ -11,13 +11,20 @@ async function main(): Promise<void> {
     host: config.HOST,
     historySize: config.HISTORY_SIZE,
     garbageCollectionDelayMs: config.GC_DELAY,
+    release: config.KUBE_RELEASE,
     featureGates: config.FEATURE_GATES,
     kubeconfigPath: resolve(config.KUBECONFIG_OUT),
     ...(config.TOKEN_FILE === undefined ? {} : { tokenFile: config.TOKEN_FILE }),
+    ...(config.DATA_FILE === undefined ? {} : { dataFile: resolve(config.DATA_FILE) }),
     logger,
   });
   logger.info(
-    { url: running.url, kubeconfig: running.kubeconfigPath, featureGates: config.FEATURE_GATES },
+    {
+      url: running.url,
+      kubeconfig: running.kubeconfigPath,
+      release: config.KUBE_RELEASE,
+      featureGates: config.FEATURE_GATES,
+    },
     'listening',
   );
   installShutdown({ logger, close: () => running.close() });

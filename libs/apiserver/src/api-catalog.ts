@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
+import { releaseInfo } from './kube-release';
+import type { KubeRelease } from './kube-release';
 import type { JsonObject } from './object-schema';
 
 /**
- * What kube-apiserver 1.34 advertises in discovery: its API groups and the resources of the two
- * group versions this server implements. Discovery is static data on the real server too; the
+ * What kube-apiserver advertises in discovery: its API groups and the resources of the group
+ * versions this server implements; resource.k8s.io's versions depend on the release
+ * (kube-release.ts). Discovery is static data on the real server too; the
  * documents are built from this table, and storage version hashes are computed as the server
  * computes them.
  */
@@ -44,7 +47,6 @@ function singular(name: string): string {
 }
 
 const core = (kind: string) => `/v1/${kind}`;
-const dra = (kind: string) => `resource.k8s.io/v1beta2/${kind}`;
 
 export const CORE_V1_RESOURCES: readonly CatalogResource[] = [
   r('bindings', 'Binding', true, ['create']),
@@ -123,18 +125,35 @@ export const CORE_V1_RESOURCES: readonly CatalogResource[] = [
   r('services/status', 'Service', true, STATUS),
 ];
 
-export const RESOURCE_V1_RESOURCES: readonly CatalogResource[] = [
-  r('deviceclasses', 'DeviceClass', false, ALL, { storage: dra('DeviceClass') }),
-  r('resourceclaims', 'ResourceClaim', true, ALL, { storage: dra('ResourceClaim') }),
-  r('resourceclaims/status', 'ResourceClaim', true, STATUS),
-  r('resourceclaimtemplates', 'ResourceClaimTemplate', true, ALL, {
-    storage: dra('ResourceClaimTemplate'),
-  }),
-  r('resourceslices', 'ResourceSlice', false, ALL, { storage: dra('ResourceSlice') }),
-];
+function resourceGroupResources(release: KubeRelease): readonly CatalogResource[] {
+  const storage = releaseInfo(release).storageVersion;
+  const dra = (kind: string) => `resource.k8s.io/${storage}/${kind}`;
+  return [
+    r('deviceclasses', 'DeviceClass', false, ALL, { storage: dra('DeviceClass') }),
+    r('resourceclaims', 'ResourceClaim', true, ALL, { storage: dra('ResourceClaim') }),
+    r('resourceclaims/status', 'ResourceClaim', true, STATUS),
+    r('resourceclaimtemplates', 'ResourceClaimTemplate', true, ALL, {
+      storage: dra('ResourceClaimTemplate'),
+    }),
+    r('resourceslices', 'ResourceSlice', false, ALL, { storage: dra('ResourceSlice') }),
+  ];
+}
+
+interface ApiGroupVersions {
+  readonly name: string;
+  readonly versions: readonly string[];
+}
 
 /** API groups in the order /apis lists them, each with its versions, preferred first. */
-export const API_GROUPS: readonly { name: string; versions: readonly string[] }[] = [
+function apiGroups(release: KubeRelease): readonly ApiGroupVersions[] {
+  return API_GROUPS.map((g) =>
+    g.name === 'resource.k8s.io'
+      ? { name: g.name, versions: releaseInfo(release).resourceVersions }
+      : g,
+  );
+}
+
+const API_GROUPS: readonly ApiGroupVersions[] = [
   { name: 'apiregistration.k8s.io', versions: ['v1'] },
   { name: 'apps', versions: ['v1'] },
   { name: 'events.k8s.io', versions: ['v1'] },
@@ -153,39 +172,38 @@ export const API_GROUPS: readonly { name: string; versions: readonly string[] }[
   { name: 'coordination.k8s.io', versions: ['v1'] },
   { name: 'node.k8s.io', versions: ['v1'] },
   { name: 'discovery.k8s.io', versions: ['v1'] },
-  { name: 'resource.k8s.io', versions: ['v1', 'v1beta2', 'v1beta1'] },
+  { name: 'resource.k8s.io', versions: [] },
   { name: 'flowcontrol.apiserver.k8s.io', versions: ['v1'] },
 ];
 
 /** The group versions whose resources this server knows (and serves in part). */
-export const SERVED_GROUP_VERSIONS: ReadonlyMap<string, readonly CatalogResource[]> = new Map([
-  ['v1', CORE_V1_RESOURCES],
-  ['resource.k8s.io/v1', RESOURCE_V1_RESOURCES],
-  // The beta versions kube-apiserver 1.34 also serves have the same resources.
-  ['resource.k8s.io/v1beta2', RESOURCE_V1_RESOURCES],
-  ['resource.k8s.io/v1beta1', RESOURCE_V1_RESOURCES],
-]);
+function servedGroupVersions(
+  release: KubeRelease,
+): ReadonlyMap<string, readonly CatalogResource[]> {
+  const served = new Map<string, readonly CatalogResource[]>([['v1', CORE_V1_RESOURCES]]);
+  // Every served resource.k8s.io version has the same resources.
+  const resources = resourceGroupResources(release);
+  for (const version of releaseInfo(release).resourceVersions)
+    served.set(`resource.k8s.io/${version}`, resources);
+  return served;
+}
 
 /** apiserver's `StorageVersionHash`: the first 8 bytes of sha256("group/version/kind"), base64. */
 export function storageVersionHash(groupVersionKind: string): string {
   return createHash('sha256').update(groupVersionKind).digest().subarray(0, 8).toString('base64');
 }
 
-export const KUBE_VERSION = {
-  major: '1',
-  minor: '34',
-  gitVersion: 'v1.34.0-kube-emulator',
-} as const;
-
-export function versionInfo(): JsonObject {
+/** GET /version as kube-apiserver of `release` answers it. */
+export function versionInfo(release: KubeRelease): JsonObject {
+  const minor = releaseInfo(release).minor;
   return {
-    major: KUBE_VERSION.major,
-    minor: KUBE_VERSION.minor,
-    emulationMajor: KUBE_VERSION.major,
-    emulationMinor: KUBE_VERSION.minor,
+    major: '1',
+    minor: String(minor),
+    emulationMajor: '1',
+    emulationMinor: String(minor),
     minCompatibilityMajor: '1',
-    minCompatibilityMinor: '33',
-    gitVersion: KUBE_VERSION.gitVersion,
+    minCompatibilityMinor: String(minor - 1),
+    gitVersion: `v1.${minor}.0-kube-emulator`,
     gitCommit: '0000000000000000000000000000000000000000',
     gitTreeState: 'clean',
     buildDate: '1970-01-01T00:00:00Z',
@@ -212,8 +230,11 @@ function resourceEntry(resource: CatalogResource): JsonObject {
 }
 
 /** GET /api/v1 or /apis/<group>/<version>: an APIResourceList. */
-export function apiResourceList(groupVersion: string): JsonObject | undefined {
-  const resources = SERVED_GROUP_VERSIONS.get(groupVersion);
+export function apiResourceList(
+  groupVersion: string,
+  release: KubeRelease,
+): JsonObject | undefined {
+  const resources = servedGroupVersions(release).get(groupVersion);
   if (resources === undefined) return undefined;
   const list: JsonObject = { kind: 'APIResourceList' };
   if (groupVersion !== 'v1') list.apiVersion = 'v1';
@@ -244,17 +265,17 @@ function groupEntry(
 }
 
 /** GET /apis: the APIGroupList. */
-export function apiGroupList(): JsonObject {
+export function apiGroupList(release: KubeRelease): JsonObject {
   return {
     kind: 'APIGroupList',
     apiVersion: 'v1',
-    groups: API_GROUPS.map((g) => groupEntry(g, false)),
+    groups: apiGroups(release).map((g) => groupEntry(g, false)),
   };
 }
 
 /** GET /apis/<group>: the APIGroup. */
-export function apiGroup(name: string): JsonObject | undefined {
-  const group = API_GROUPS.find((g) => g.name === name);
+export function apiGroup(name: string, release: KubeRelease): JsonObject | undefined {
+  const group = apiGroups(release).find((g) => g.name === name);
   return group === undefined ? undefined : groupEntry(group, true);
 }
 
@@ -263,14 +284,15 @@ export function apiGroup(name: string): JsonObject | undefined {
  * versions whose resources this server knows. Clients such as kubectl read it in one request
  * instead of walking every group version.
  */
-export function aggregatedDiscovery(legacy: boolean): JsonObject {
+export function aggregatedDiscovery(legacy: boolean, release: KubeRelease): JsonObject {
   const items: JsonObject[] = [];
-  const groups = legacy ? [{ name: '', versions: ['v1'] }] : API_GROUPS;
+  const served = servedGroupVersions(release);
+  const groups = legacy ? [{ name: '', versions: ['v1'] }] : apiGroups(release);
   for (const group of groups) {
     const versions: JsonObject[] = [];
     for (const version of group.versions) {
       const gv = group.name === '' ? version : `${group.name}/${version}`;
-      const resources = SERVED_GROUP_VERSIONS.get(gv);
+      const resources = served.get(gv);
       if (resources === undefined) continue;
       const top = resources.filter((res) => !res.name.includes('/'));
       versions.push({

@@ -24,10 +24,12 @@ import {
   reorder,
 } from './object-schema';
 import type { JsonObject, JsonValue } from './object-schema';
-import { ExpiredError } from './object-store';
-import type { EventType, ObjectStore, StoredObject, WatchSink } from './object-store';
+import { ExpiredError, StoredObject } from './object-store';
+import type { EventType, ObjectStore, WatchSink } from './object-store';
 import { PatchError, applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from './patch';
 import type { FeatureGates, ResourceType } from './resource-types';
+import type { StructSchema } from './object-schema';
+import type { SliceLayoutRules } from './validation';
 import { SelectorError, parseFieldSelector, parseLabelSelector } from './selectors';
 import type { FieldSelector, LabelSelector } from './selectors';
 
@@ -68,6 +70,8 @@ export interface ApiHandlerOptions {
   store: ObjectStore;
   now: () => number;
   featureGates: FeatureGates;
+  /** The release's ResourceSlice layout rules. */
+  sliceLayout: SliceLayoutRules;
   /** Called after an object is deleted (the garbage collector listens). */
   onDeleted: (type: ResourceType, deleted: StoredObject, propagation: string) => void;
   /** Watch streams still open, so that close() can end them. */
@@ -88,6 +92,23 @@ function groupResource(type: ResourceType): GroupName {
 
 function groupKind(type: ResourceType): GroupName {
   return { group: type.group, name: type.kind };
+}
+
+/** The schema of the request's version: what bodies, patches and field tracking use. */
+function wireSchema(type: ResourceType): StructSchema {
+  return type.conversion?.schema ?? type.schema;
+}
+
+function withoutTypeMeta(obj: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(obj)) if (k !== 'kind' && k !== 'apiVersion') out[k] = v;
+  return out;
+}
+
+/** A stored (hub-shaped) object as the request's version shows it, without kind/apiVersion. */
+function toWire(type: ResourceType, obj: JsonObject): JsonObject {
+  const body = withoutTypeMeta(obj);
+  return type.conversion === undefined ? body : type.conversion.fromHub(body);
 }
 
 function ok(
@@ -148,6 +169,7 @@ export class ApiHandler {
   private readonly store: ObjectStore;
   private readonly now: () => number;
   private readonly gates: FeatureGates;
+  private readonly layout: SliceLayoutRules;
   private readonly onDeleted: ApiHandlerOptions['onDeleted'];
   private readonly openStreams: Set<ServerResponse>;
 
@@ -155,6 +177,7 @@ export class ApiHandler {
     this.store = options.store;
     this.now = options.now;
     this.gates = options.featureGates;
+    this.layout = options.sliceLayout;
     this.onDeleted = options.onDeleted;
     this.openStreams = options.openStreams;
   }
@@ -193,18 +216,39 @@ export class ApiHandler {
     };
   }
 
+  /**
+   * The stored object in the request's version. Objects are stored in one version; a request
+   * in another sees them converted, with its own apiVersion.
+   */
+  private view(req: ApiRequest, stored: StoredObject): StoredObject {
+    const { type } = req;
+    if (type.conversion === undefined) return stored;
+    return new StoredObject(
+      stored.resource,
+      stored.name,
+      stored.uid,
+      stored.rv,
+      JSON.stringify(toWire(type, stored.object)),
+      `{"kind":${JSON.stringify(type.kind)},"apiVersion":${JSON.stringify(type.apiVersion)},`,
+      stored.labels,
+      stored.fields,
+      stored.ownerUids,
+    );
+  }
+
   private render(
     req: ApiRequest,
-    stored: StoredObject,
+    hubStored: StoredObject,
     code: number,
     warnings: readonly string[] = [],
   ): ApiResult {
+    const stored = this.view(req, hubStored);
     const rv = String(stored.rv);
     switch (req.format) {
       case 'table':
         return ok(
           code,
-          JSON.stringify(this.table(req, [stored], { resourceVersion: rv })),
+          JSON.stringify(this.table(req, [hubStored], { resourceVersion: rv })),
           warnings,
           TABLE_TYPE,
           rv,
@@ -234,7 +278,7 @@ export class ApiHandler {
     if (withHeaders) table.columnDefinitions = req.type.columns.map((c) => ({ ...c }));
     table.rows = items.map((stored) => {
       const row: JsonObject = { cells: req.type.cells(stored.object, now) };
-      if (include === 'Object') row.object = stored.object;
+      if (include === 'Object') row.object = this.view(req, stored).object;
       else if (include !== 'None') row.object = this.partialMetadata(stored);
       return row;
     });
@@ -266,7 +310,10 @@ export class ApiHandler {
       apiVersion: req.type.apiVersion,
       metadata: listMeta,
     });
-    return ok(200, `${head.slice(0, -1)},"items":[${items.map((s) => s.itemJson).join(',')}]}`);
+    return ok(
+      200,
+      `${head.slice(0, -1)},"items":[${items.map((s) => this.view(req, s).itemJson).join(',')}]}`,
+    );
   }
 
   // -------------------------------------------------------------------------------------------
@@ -364,7 +411,7 @@ export class ApiHandler {
     const report = { unknownFields: [] as string[] };
     let object: JsonObject;
     try {
-      object = decodeObject(type.schema, body, report, partial);
+      object = decodeObject(wireSchema(type), body, report, partial);
     } catch (error) {
       if (error instanceof DecodeError) {
         throw apiErrors.badRequest(
@@ -379,8 +426,11 @@ export class ApiHandler {
         `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${unknown.join(', ')}`,
       );
     }
-    // An apply configuration is defaulted only once merged (see apply()).
-    if (!partial) type.applyDefaults(object, this.now());
+    // An apply configuration is converted and defaulted only once merged (see apply()).
+    if (!partial) {
+      if (type.conversion !== undefined) object = type.conversion.toHub(object);
+      type.applyDefaults(object, this.now());
+    }
     return { object, warnings: validation === 'Warn' ? unknown : [] };
   }
 
@@ -519,11 +569,13 @@ export class ApiHandler {
     this.validateListOptions(req, false);
     const { labels, fields } = this.selectors(req);
     const q = req.query;
-    const limitText = q.get('limit') ?? '';
-    const limit = limitText === '' ? 0 : Number.parseInt(limitText, 10);
     const rvText = q.get('resourceVersion') ?? '';
     const match = q.get('resourceVersionMatch') ?? '';
     const cont = q.get('continue') ?? '';
+    // resourceVersion=0 is served from the watch cache, which ignores limit (the cacher's
+    // `hasLimit := pred.Limit > 0 && listRV != 0`): everything at once, no continue token.
+    const limitText = rvText === '0' && cont === '' ? '' : (q.get('limit') ?? '');
+    const limit = limitText === '' ? 0 : Number.parseInt(limitText, 10);
     let atRv: number | undefined;
     let after: string | undefined;
     if (cont !== '') {
@@ -700,7 +752,7 @@ export class ApiHandler {
       }
       if (req.format === 'metadata')
         return `{"type":"${type}","object":${JSON.stringify(this.partialMetadata(stored))}}\n`;
-      return `{"type":"${type}","object":${stored.json}}\n`;
+      return `{"type":"${type}","object":${this.view(req, stored).json}}\n`;
     };
     const bookmark = (annotate: boolean): string => {
       const meta: JsonObject = { resourceVersion: String(this.store.resourceVersion) };
@@ -746,10 +798,12 @@ export class ApiHandler {
           res.write(encode(type, stored));
           return;
         }
-        let line = shared.get(type);
+        // Watchers of one resource in different versions share the event, not its encoding.
+        const key = `${req.type.apiVersion} ${type}`;
+        let line = shared.get(key);
         if (line === undefined) {
           line = Buffer.from(encode(type, stored));
-          shared.set(type, line);
+          shared.set(key, line);
         }
         res.write(line);
       },
@@ -790,7 +844,7 @@ export class ApiHandler {
 
   private trackingOptions(req: ApiRequest) {
     return {
-      schema: req.type.schema,
+      schema: wireSchema(req.type),
       manager: this.manager(req),
       apiVersion: req.type.apiVersion,
       subresource: req.subresource,
@@ -824,7 +878,7 @@ export class ApiHandler {
     type.admitCreate(object);
     let normalized = reorder(type.schema, object);
     let nmeta = metaOf(normalized);
-    const errs = type.validate(normalized);
+    const errs = type.validate(normalized, this.layout);
     if (errs.length > 0) throw apiErrors.invalid(groupKind(type), strAt(nmeta, 'name') ?? '', errs);
     if (requestedRv !== '')
       throw apiErrors.unknown(500, 'resourceVersion should not be set on objects to be created');
@@ -842,7 +896,11 @@ export class ApiHandler {
       nmeta = metaOf(normalized);
     }
     if (this.dryRun(req)) {
-      const full: JsonObject = { kind: type.kind, apiVersion: type.apiVersion, ...normalized };
+      const full: JsonObject = {
+        kind: type.kind,
+        apiVersion: type.apiVersion,
+        ...toWire(type, normalized),
+      };
       return ok(201, JSON.stringify(full), warnings);
     }
     const stored = this.store.create(type.resource, normalized);
@@ -858,7 +916,7 @@ export class ApiHandler {
     const entries = trackUpdate(
       decodeManagedFields(meta) ?? [],
       undefined,
-      object,
+      this.comparable(req, object),
       this.trackingOptions(req),
     );
     return this.createObject(req, object, entries, warnings);
@@ -917,13 +975,20 @@ export class ApiHandler {
     const liveBody: JsonObject = {};
     for (const [k, v] of Object.entries(liveObject))
       if (k !== 'kind' && k !== 'apiVersion') liveBody[k] = v;
-    const errs = (statusStrategy ?? type).validateUpdate(normalized, liveBody);
+    const errs =
+      statusStrategy === undefined
+        ? type.validateUpdate(normalized, liveBody, this.layout)
+        : statusStrategy.validateUpdate(normalized, liveBody);
     if (errs.length > 0) throw apiErrors.invalid(groupKind(type), req.name, errs);
     if (jsonEqual(normalized, liveBody)) return this.render(req, live, 200, warnings);
     if (this.dryRun(req)) {
       return ok(
         200,
-        JSON.stringify({ kind: type.kind, apiVersion: type.apiVersion, ...normalized }),
+        JSON.stringify({
+          kind: type.kind,
+          apiVersion: type.apiVersion,
+          ...toWire(type, normalized),
+        }),
         warnings,
       );
     }
@@ -959,12 +1024,12 @@ export class ApiHandler {
     return this.updateObject(req, live, object, entries, warnings);
   }
 
-  /** The object as field tracking compares it (without kind/apiVersion). */
-  private comparable(_req: ApiRequest, value: StoredObject | JsonObject): JsonObject {
-    const obj = isStoredObject(value) ? value.object : value;
-    const out: JsonObject = {};
-    for (const [k, v] of Object.entries(obj)) if (k !== 'kind' && k !== 'apiVersion') out[k] = v;
-    return out;
+  /**
+   * The object as field tracking compares it: in the request's version (managed fields are
+   * recorded per version), without kind/apiVersion.
+   */
+  private comparable(req: ApiRequest, value: StoredObject | JsonObject): JsonObject {
+    return toWire(req.type, isStoredObject(value) ? value.object : value);
   }
 
   private patch(req: ApiRequest): ApiResult {
@@ -981,13 +1046,15 @@ export class ApiHandler {
     const patchDoc = parseBody(req.body, req.contentType, req.type.kind);
     if (isApply) return this.apply(req, patchDoc, validation);
     const live = this.live(req);
+    // A patch applies to the object in the request's version.
+    const base = this.view(req, live).object;
     let patched: JsonValue;
     try {
       if (req.contentType === 'application/merge-patch+json')
-        patched = applyMergePatch(live.object, patchDoc);
+        patched = applyMergePatch(base, patchDoc);
       else if (req.contentType === 'application/json-patch+json')
-        patched = applyJsonPatch(live.object, patchDoc);
-      else patched = applyStrategicMergePatch(live.object, patchDoc, req.type.schema);
+        patched = applyJsonPatch(base, patchDoc);
+      else patched = applyStrategicMergePatch(base, patchDoc, wireSchema(req.type));
     } catch (error) {
       if (error instanceof PatchError) {
         if (error.code === 400) throw apiErrors.badRequest(error.message);
@@ -1041,8 +1108,9 @@ export class ApiHandler {
       const report = conflictReport(result.conflicts);
       throw new ApiError(409, 'Conflict', report.message, { causes: report.causes });
     }
-    const merged = result.object;
-    metaOf(merged).name = req.name;
+    metaOf(result.object).name = req.name;
+    const merged =
+      type.conversion === undefined ? result.object : type.conversion.toHub(result.object);
     type.applyDefaults(merged, this.now());
     if (live === undefined) {
       const decoded = normalize(type.schema, merged);

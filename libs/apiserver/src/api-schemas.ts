@@ -13,7 +13,7 @@ import {
   setList,
   struct,
 } from './object-schema';
-import type { JsonObject, JsonValue, StructSchema } from './object-schema';
+import type { FieldSpec, JsonObject, JsonValue, StructSchema } from './object-schema';
 
 /**
  * The Go types of the objects this server stores (k8s.io/api v1.34), in struct field order.
@@ -210,8 +210,8 @@ const deviceTaint = struct('DeviceTaint', [
   ['timeAdded', TIME, 'omitempty,ptr'],
 ]);
 
-const device = struct('Device', [
-  ['name', STRING],
+/** The fields of a device after its name: v1 and v1beta2 `Device`, v1beta1 `BasicDevice`. */
+const deviceFields: readonly FieldSpec[] = [
   ['attributes', mapOf(deviceAttribute), 'omitempty'],
   ['capacity', mapOf(deviceCapacity), 'omitempty'],
   [
@@ -232,38 +232,63 @@ const device = struct('Device', [
   ['bindingConditions', atomicList(STRING), 'omitempty'],
   ['bindingFailureConditions', atomicList(STRING), 'omitempty'],
   ['allowMultipleAllocations', BOOL, 'omitempty,ptr'],
-]);
+];
 
-const resourceSliceSpec = struct('ResourceSliceSpec', [
-  ['driver', STRING],
-  [
-    'pool',
-    struct('ResourcePool', [
-      ['name', STRING],
-      ['generation', INT64],
-      ['resourceSliceCount', INT64],
-    ]),
-  ],
-  ['nodeName', STRING, 'omitempty,ptr'],
-  ['nodeSelector', nodeSelector, 'omitempty,ptr'],
-  ['allNodes', BOOL, 'omitempty,ptr'],
-  ['devices', atomicList(device)],
-  ['perDeviceNodeSelection', BOOL, 'omitempty,ptr'],
-  [
-    'sharedCounters',
-    atomicList(
-      struct('CounterSet', [
+const device = struct('Device', [['name', STRING], ...deviceFields]);
+
+/**
+ * A ResourceSliceSpec around `device`: v1 and v1beta2 make nodeName and allNodes pointers,
+ * v1beta1 plain values (omitted when empty/false). Everything else has the same names and order.
+ */
+function resourceSliceSpecOf(
+  deviceSchema: typeof device,
+  nodeFieldOptions: 'omitempty' | 'omitempty,ptr',
+) {
+  return struct('ResourceSliceSpec', [
+    ['driver', STRING],
+    [
+      'pool',
+      struct('ResourcePool', [
         ['name', STRING],
-        ['counters', mapOf(counter)],
+        ['generation', INT64],
+        ['resourceSliceCount', INT64],
       ]),
-    ),
-    'omitempty',
-  ],
-]);
+    ],
+    ['nodeName', STRING, nodeFieldOptions],
+    ['nodeSelector', nodeSelector, 'omitempty,ptr'],
+    ['allNodes', BOOL, nodeFieldOptions],
+    ['devices', atomicList(deviceSchema)],
+    ['perDeviceNodeSelection', BOOL, 'omitempty,ptr'],
+    [
+      'sharedCounters',
+      atomicList(
+        struct('CounterSet', [
+          ['name', STRING],
+          ['counters', mapOf(counter)],
+        ]),
+      ),
+      'omitempty',
+    ],
+  ]);
+}
 
 export const resourceSliceSchema = struct('ResourceSlice', [
   ['metadata', objectMetaSchema, 'omitempty'],
-  ['spec', resourceSliceSpec],
+  ['spec', resourceSliceSpecOf(device, 'omitempty,ptr')],
+]);
+
+/*
+ * resource.k8s.io/v1beta1 (staging/src/k8s.io/api/resource/v1beta1/types.go): a device's fields
+ * sit in `basic`.
+ */
+const deviceV1beta1 = struct('Device', [
+  ['name', STRING],
+  ['basic', struct('BasicDevice', [...deviceFields]), 'omitempty,ptr'],
+]);
+
+export const resourceSliceV1beta1Schema = struct('ResourceSlice', [
+  ['metadata', objectMetaSchema, 'omitempty'],
+  ['spec', resourceSliceSpecOf(deviceV1beta1, 'omitempty')],
 ]);
 
 /** Typed, narrowing accessors for decoded objects. */

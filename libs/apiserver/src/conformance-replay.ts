@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { KubeRelease } from './kube-release';
 
 /**
  * Replays the kube-conformance transcripts (recorded from a real kube-apiserver 1.34) against a
@@ -33,6 +34,8 @@ type Step =
 export interface ConformanceCase {
   file: string;
   name: string;
+  /** Our own cases only: the release the server passes for (kube-release.ts). */
+  release?: KubeRelease;
   description: string;
   steps: Step[];
   volatile: string[];

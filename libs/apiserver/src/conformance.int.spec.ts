@@ -3,22 +3,23 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadCases, replayCase } from './conformance-replay';
 import type { ConformanceCase } from './conformance-replay';
-import type { FeatureGates } from './resource-types';
+import type { KubeRelease } from './kube-release';
 import { startKubeEmulator } from './start-kube-emulator';
 
 /**
  * Replays, against a fresh emulator per case, every recorded kube-apiserver 1.34 exchange in
  * `<repo root>/../shared/kube-conformance`, and our own cases in the same format in
- * `libs/apiserver/conformance-cases` (written from the kube-apiserver 1.36 source, whose default
- * gates turn DRADeviceTaints on). A case may only be skipped with a reason in UNSUPPORTED.
+ * `libs/apiserver/conformance-cases` (written from the kube-apiserver source of the release the
+ * emulator is started as: 1.36 unless a case names another in `release`). A case may only be
+ * skipped with a reason in UNSUPPORTED.
  */
 const ADMIN_TOKEN = 'conformance-admin-token';
 
 interface Suite {
   title: string;
   cases: ConformanceCase[];
-  /** The server's `--feature-gates` for the suite's cases. */
-  featureGates: FeatureGates;
+  /** The release the emulator passes for, with its default gates, unless a case names one. */
+  release: KubeRelease;
   /** Fewer cases than this means the directory was not found whole. */
   atLeast: number;
 }
@@ -27,13 +28,13 @@ const SUITES: readonly Suite[] = [
   {
     title: 'kube-conformance replay',
     cases: loadCases(resolve(__dirname, '../../../../shared/kube-conformance')),
-    featureGates: {},
+    release: '1.34',
     atLeast: 49,
   },
   {
-    title: 'emulator conformance cases (kube-apiserver 1.36)',
+    title: 'emulator conformance cases (kube-apiserver 1.36 unless a case says otherwise)',
     cases: loadCases(resolve(__dirname, '../conformance-cases')),
-    featureGates: { DRADeviceTaints: true },
+    release: '1.36',
     atLeast: 8,
   },
 ];
@@ -69,7 +70,10 @@ for (const suite of SUITES) {
       const reason = UNSUPPORTED[testCase.file];
       if (reason !== undefined) continue;
       it(`${testCase.file}: ${testCase.name}`, async () => {
-        const running = await startKubeEmulator({ tokenFile, featureGates: suite.featureGates });
+        const running = await startKubeEmulator({
+          tokenFile,
+          release: testCase.release ?? suite.release,
+        });
         try {
           const differences = await replayCase(testCase, {
             url: running.url,

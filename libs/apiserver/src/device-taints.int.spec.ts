@@ -28,7 +28,12 @@ afterEach(async () => {
 });
 
 async function start(featureGates: FeatureGates = { DRADeviceTaints: true }): Promise<void> {
-  running = await startKubeEmulator({ port: 0, featureGates, clock: { now: () => nowMs } });
+  running = await startKubeEmulator({
+    port: 0,
+    release: '1.36',
+    featureGates,
+    clock: { now: () => nowMs },
+  });
 }
 
 async function call(
@@ -252,7 +257,7 @@ describe('device taints with DRADeviceTaints on (kube-apiserver 1.36)', () => {
   });
 
   it('with DRADeviceTaints off, taints are dropped before validation, so bad ones pass', async () => {
-    await start({});
+    await start({ DRADeviceTaints: false });
     const created = await call(
       'POST',
       SLICES,

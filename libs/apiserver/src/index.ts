@@ -14,3 +14,11 @@ export type { DraFeatureGate, FeatureGates } from './resource-types';
 export { buildKubeconfig } from './kubeconfig';
 export type { KubeconfigOptions } from './kubeconfig';
 export { canonicalQuantity } from './quantity';
+export {
+  DEFAULT_KUBE_RELEASE,
+  KUBE_RELEASES,
+  isKubeRelease,
+  releaseGateDefaults,
+  releaseHasGate,
+} from './kube-release';
+export type { KubeRelease } from './kube-release';

@@ -319,6 +319,18 @@ describe('history', () => {
     expect((exact.body.items as Json[]).map((i) => metadataOf(i).name)).toEqual(['a', 'b', 'c']);
   });
 
+  it('serves resourceVersion=0 from the watch cache: limit is ignored, no continue token', async () => {
+    for (const name of ['a', 'b', 'c'])
+      await call('POST', SLICES, slice(name, 'node-a'), { token: ADMIN });
+    const cached = await call('GET', `${SLICES}?resourceVersion=0&limit=2`, undefined, {
+      token: ADMIN,
+    });
+    expect((cached.body.items as Json[]).map((i) => metadataOf(i).name)).toEqual(['a', 'b', 'c']);
+    expect(metadataOf(cached.body).continue).toBeUndefined();
+    const paged = await call('GET', `${SLICES}?limit=2`, undefined, { token: ADMIN });
+    expect(paged.body.items as Json[]).toHaveLength(2);
+  });
+
   it('waits for a resourceVersion ahead of it and then times out with 504', async () => {
     const list = await call('GET', SLICES, undefined, { token: ADMIN });
     const ahead = Number(metadataOf(list.body).resourceVersion) + 100;
@@ -427,5 +439,29 @@ describe('garbage collection', () => {
     expect((await call('GET', '/api/v1/nodes/node-a', undefined, { token: ADMIN })).status).toBe(
       404,
     );
+  });
+
+  it('deletes a Node with propagationPolicy Foreground: marked first, then its slices go', async () => {
+    await nodeWithSlices();
+    const list = await call('GET', SLICES, undefined, { token: ADMIN });
+    const deleted = await call(
+      'DELETE',
+      '/api/v1/nodes/node-a',
+      { propagationPolicy: 'Foreground' },
+      { token: ADMIN },
+    );
+    // The answer is the object, marked for deletion, held by the garbage collector's finalizer.
+    expect(deleted.status).toBe(200);
+    expect(metadataOf(deleted.body).finalizers).toEqual(['foregroundDeletion']);
+    expect(metadataOf(deleted.body).deletionTimestamp).toEqual(expect.any(String));
+    const events = await firstEvents(
+      `resourceVersion=${String(metadataOf(list.body).resourceVersion)}`,
+      2,
+    );
+    expect(events.map((e) => [e.type, metadataOf(e.object).name])).toEqual([
+      ['DELETED', 'owned-1'],
+      ['DELETED', 'owned-2'],
+    ]);
+    expect(await names()).toEqual(['other']);
   });
 });

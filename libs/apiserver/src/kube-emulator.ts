@@ -14,6 +14,7 @@ import {
 } from './api-catalog';
 import { ApiHandler } from './api-handler';
 import type { ApiResult, ResponseFormat, WatchResult } from './api-handler';
+import { readDataFile, writeDataFile } from './data-file';
 import { EmulatorHooks } from './emulator-hooks';
 import type {
   CountersSnapshot,
@@ -26,6 +27,9 @@ import type {
 import { GarbageCollector } from './garbage-collector';
 import { ObjectStore } from './object-store';
 import { openApiDocument, openApiRoot } from './openapi';
+import { DEFAULT_KUBE_RELEASE, releaseGateDefaults, releaseInfo } from './kube-release';
+import type { KubeRelease } from './kube-release';
+import { RESOURCE_SLICE_VERSIONS } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
 import type { FeatureGates, ResourceType } from './resource-types';
 import {
@@ -64,8 +68,21 @@ export interface KubeEmulatorOptions {
   historySize?: number;
   /** @defaultValue the system clock */
   clock?: Clock;
-  /** DRA alpha feature gates; all off by default, as in kube-apiserver 1.34. */
+  /**
+   * The Kubernetes release to pass for: `/version`, the resource.k8s.io versions served and the
+   * feature gates' defaults. @defaultValue '1.34'
+   */
+  release?: KubeRelease;
+  /** DRA feature gates; a gate left out has the release's default. */
   featureGates?: FeatureGates;
+  /**
+   * Where the stored objects persist across restarts. On start, an existing file is loaded
+   * (objects keep names, UIDs, resourceVersions, generations and managed fields; new writes go on
+   * from its resourceVersion; watch history starts empty, so older resourceVersions get 410); on
+   * `close()`, every object and the resourceVersion are written to it (temp file, then rename).
+   * A file that cannot be read fails `start()` naming it. Unset: nothing persists.
+   */
+  dataFile?: string;
   /** Delay before the garbage collector acts on a Node deletion, ms. @defaultValue 0 */
   garbageCollectionDelayMs?: number;
   logger?: EmulatorLogger;
@@ -220,9 +237,20 @@ export class KubeEmulator {
   private server: Server | undefined;
   private address = '';
   private closing: Promise<void> | undefined;
+  private readonly release: KubeRelease;
+  /** The resource types of the served group versions (one per version of a resource). */
+  private readonly servedTypes: readonly ResourceType[];
 
   constructor(options: KubeEmulatorOptions = {}) {
     this.options = options;
+    this.release = options.release ?? DEFAULT_KUBE_RELEASE;
+    this.servedTypes = [
+      nodeType,
+      ...releaseInfo(this.release).resourceVersions.flatMap((v) => {
+        const type = RESOURCE_SLICE_VERSIONS.get(v);
+        return type === undefined ? [] : [type];
+      }),
+    ];
     this.clock = options.clock ?? SYSTEM_CLOCK;
     this.hooks = new EmulatorHooks(() => this.clock.now());
     this.store = new ObjectStore(
@@ -243,7 +271,8 @@ export class KubeEmulator {
     this.api = new ApiHandler({
       store: this.store,
       now,
-      featureGates: options.featureGates ?? {},
+      featureGates: { ...releaseGateDefaults(this.release), ...options.featureGates },
+      sliceLayout: { separateCounterSets: releaseInfo(this.release).minor >= 35 },
       onDeleted: (type, deleted, propagation) => {
         this.gc.onDeleted(type, deleted, propagation);
       },
@@ -257,9 +286,22 @@ export class KubeEmulator {
     return `http://${this.address}`;
   }
 
-  /** Starts listening. @returns the base URL */
+  /** Loads the data file, if any, and starts listening. @returns the base URL */
   async start(): Promise<string> {
     if (this.server !== undefined) return this.url;
+    if (this.options.dataFile !== undefined) {
+      const snapshot = await readDataFile(this.options.dataFile);
+      if (snapshot !== undefined) {
+        try {
+          this.store.restore(snapshot);
+        } catch (error) {
+          throw new Error(
+            `kube emulator data file ${this.options.dataFile}: ${(error as Error).message}`,
+            { cause: error },
+          );
+        }
+      }
+    }
     const server = createServer({ keepAlive: true }, (req, res) => {
       this.onRequest(req, res);
     });
@@ -282,7 +324,10 @@ export class KubeEmulator {
     return this.url;
   }
 
-  /** Stops intake, ends open watches, then closes connections. Idempotent. */
+  /**
+   * Stops intake, ends open watches, closes connections, then writes the data file if one is
+   * set. Idempotent.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.gc.close();
@@ -300,6 +345,9 @@ export class KubeEmulator {
         for (const socket of this.sockets) socket.destroy();
       }, 1000).unref();
       await closed;
+      if (this.options.dataFile !== undefined) {
+        await writeDataFile(this.options.dataFile, this.store.exportSnapshot(), this.release);
+      }
     })();
     return this.closing;
   }
@@ -419,7 +467,7 @@ export class KubeEmulator {
       rest = rest.slice(1);
     }
     const [resource = '', name = '', subresource = '', ...extra] = rest;
-    const type = RESOURCE_TYPES.find(
+    const type = this.servedTypes.find(
       (t) => t.group === group && t.version === version && t.resource === resource,
     );
     if (type === undefined || extra.length > 0) return undefined;
@@ -583,15 +631,16 @@ export class KubeEmulator {
     }
     if (method !== 'GET') throw apiErrors.methodNotAllowed();
     const parts = trimmed.split('/').filter((p) => p !== '');
-    if (trimmed === '/version') return send(versionInfo());
-    if (trimmed === '/openapi/v3') return send(openApiRoot(RESOURCE_TYPES));
+    if (trimmed === '/version') return send(versionInfo(this.release));
+    if (trimmed === '/openapi/v3') return send(openApiRoot(this.servedTypes));
     if (trimmed.startsWith('/openapi/v3/')) {
-      const doc = openApiDocument(RESOURCE_TYPES, trimmed.slice('/openapi/v3/'.length));
+      const doc = openApiDocument(this.servedTypes, trimmed.slice('/openapi/v3/'.length));
       if (doc !== undefined) return send(doc);
     }
     if (trimmed === '/api' || trimmed === '/apis') {
       const aggregated = wantsAggregatedDiscovery(accept);
-      if (aggregated === true) return send(aggregatedDiscovery(trimmed === '/api'), DISCOVERY_V2);
+      if (aggregated === true)
+        return send(aggregatedDiscovery(trimmed === '/api', this.release), DISCOVERY_V2);
       if (aggregated === undefined && !accept.some(isJsonRange)) {
         throw apiErrors.notAcceptable([
           'application/json',
@@ -599,18 +648,18 @@ export class KubeEmulator {
           'application/vnd.kubernetes.protobuf',
         ]);
       }
-      return send(trimmed === '/api' ? apiVersions(this.address) : apiGroupList());
+      return send(trimmed === '/api' ? apiVersions(this.address) : apiGroupList(this.release));
     }
     if (parts[0] === 'api' && parts.length === 2) {
-      const list = apiResourceList(parts[1] ?? '');
+      const list = apiResourceList(parts[1] ?? '', this.release);
       if (list !== undefined) return send(list);
     }
     if (parts[0] === 'apis' && parts.length === 2) {
-      const group = apiGroup(parts[1] ?? '');
+      const group = apiGroup(parts[1] ?? '', this.release);
       if (group !== undefined) return send(group);
     }
     if (parts[0] === 'apis' && parts.length === 3) {
-      const list = apiResourceList(`${parts[1] ?? ''}/${parts[2] ?? ''}`);
+      const list = apiResourceList(`${parts[1] ?? ''}/${parts[2] ?? ''}`, this.release);
       if (list !== undefined) return send(list);
     }
     throw apiErrors.pathNotFound();

@@ -61,7 +61,11 @@ export const QUANTITY: Schema = { t: 'quantity' };
 export const TIME: Schema = { t: 'time' };
 export const RAW: Schema = { t: 'raw' };
 
-type FieldSpec = [name: string, schema: Schema, flags?: '' | 'omitempty' | 'ptr' | 'omitempty,ptr'];
+export type FieldSpec = [
+  name: string,
+  schema: Schema,
+  flags?: '' | 'omitempty' | 'ptr' | 'omitempty,ptr',
+];
 
 export function struct(goName: string, specs: readonly FieldSpec[], atomic = false): StructSchema {
   const fields = specs.map(([name, schema, flags = '']) => ({

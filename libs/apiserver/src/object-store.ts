@@ -120,6 +120,15 @@ export interface ListResult {
   remainingItemCount: number | undefined;
 }
 
+/**
+ * Everything a restarted emulator needs to go on where it stopped: the resourceVersion counter
+ * and every stored object, per resource, in storage shape (no `kind`/`apiVersion`).
+ */
+export interface StoreSnapshot {
+  readonly resourceVersion: number;
+  readonly objects: Readonly<Record<string, readonly JsonObject[]>>;
+}
+
 export interface ObjectStoreOptions {
   /** Change events retained for resuming watches and serving older versions. @defaultValue 10000 */
   historySize?: number;
@@ -522,6 +531,52 @@ export class ObjectStore {
     }
     this.pending = [];
     this.currentRv += 1;
+    this.forgetHistory();
+  }
+
+  /** Every stored object and the resourceVersion counter, for a data file. */
+  exportSnapshot(): StoreSnapshot {
+    const objects: Record<string, JsonObject[]> = {};
+    for (const [resource, table] of this.tables) {
+      objects[resource] = table.sorted.flatMap((name) => {
+        const stored = table.byName.get(name);
+        return stored === undefined ? [] : [JSON.parse(stored.itemJson) as JsonObject];
+      });
+    }
+    return { resourceVersion: this.currentRv, objects };
+  }
+
+  /**
+   * Replaces the contents with a snapshot: objects keep their resourceVersions and the counter
+   * goes on from the saved one. History starts empty, as a restarted kube-apiserver's watch cache
+   * does: a watch or exact list from an older resourceVersion expires (410) and the client relists.
+   * @throws Error naming the object when the snapshot does not fit the registered resources
+   */
+  restore(snapshot: StoreSnapshot): void {
+    const loaded: { table: Table; stored: StoredObject }[] = [];
+    for (const [resource, objects] of Object.entries(snapshot.objects)) {
+      const table = this.tables.get(resource);
+      if (table === undefined) throw new Error(`unknown resource ${resource}`);
+      for (const object of objects) {
+        const meta = metaOf(object);
+        const name = strAt(meta, 'name') ?? '';
+        const rv = Number(strAt(meta, 'resourceVersion'));
+        if (name === '' || !Number.isSafeInteger(rv) || rv < 1 || rv > snapshot.resourceVersion) {
+          throw new Error(
+            `${resource} "${name}": needs a name and a resourceVersion up to ${snapshot.resourceVersion}`,
+          );
+        }
+        loaded.push({ table, stored: this.makeStored(resource, object, rv) });
+      }
+    }
+    this.reset();
+    for (const { table, stored } of loaded) {
+      table.byName.set(stored.name, stored);
+      this.index(table, stored, true);
+    }
+    for (const table of this.tables.values())
+      table.sorted.push(...[...table.byName.keys()].sort(compareNames));
+    this.currentRv = snapshot.resourceVersion;
     this.forgetHistory();
   }
 

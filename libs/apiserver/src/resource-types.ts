@@ -13,6 +13,7 @@ import type { FieldError } from './field-errors';
 import { formatTime, isJsonObject } from './object-schema';
 import type { JsonObject, JsonValue, StructSchema } from './object-schema';
 import type { ResourceIndexing } from './object-store';
+import type { SliceLayoutRules } from './validation';
 import {
   validateNode,
   validateNodeUpdate,
@@ -69,6 +70,19 @@ export interface StatusStrategy {
   validateUpdate(obj: JsonObject, old: JsonObject): FieldError[];
 }
 
+/**
+ * How a served version other than the storage one converts: objects are stored, defaulted,
+ * validated and judged by the strategy in the storage version's shape (`schema`), and read and
+ * written by clients in this version's.
+ */
+export interface VersionConversion {
+  /** This version's schema (decoding, patches, field tracking). */
+  readonly schema: StructSchema;
+  toHub(obj: JsonObject): JsonObject;
+  /** Also puts the fields in this version's struct order. */
+  fromHub(obj: JsonObject): JsonObject;
+}
+
 export interface ResourceType {
   readonly group: string;
   readonly version: string;
@@ -77,7 +91,10 @@ export interface ResourceType {
   readonly resource: string;
   readonly kind: string;
   readonly listKind: string;
+  /** The stored (hub) shape. */
   readonly schema: StructSchema;
+  /** Set when requests in this version are converted to and from the stored shape. */
+  readonly conversion?: VersionConversion;
   readonly indexing: ResourceIndexing;
   /** Field labels the selector accepts; others get `fieldLabelError`. */
   readonly fieldLabels: readonly string[];
@@ -100,8 +117,8 @@ export interface ResourceType {
   prepareForUpdate(obj: JsonObject, old: JsonObject, gates: FeatureGates): void;
   /** Mutating admission on create (the plugins a default kube-apiserver runs). */
   admitCreate(obj: JsonObject): void;
-  validate(obj: JsonObject): FieldError[];
-  validateUpdate(obj: JsonObject, old: JsonObject): FieldError[];
+  validate(obj: JsonObject, rules: SliceLayoutRules): FieldError[];
+  validateUpdate(obj: JsonObject, old: JsonObject, rules: SliceLayoutRules): FieldError[];
   readonly columns: readonly TableColumn[];
   cells(obj: JsonObject, nowMs: number): JsonValue[];
 }

@@ -436,19 +436,21 @@ function validateDevice(
   }
   const keyMax = DEVICE_MAX_DOMAIN_LENGTH + 1 + DEVICE_MAX_ID_LENGTH;
   const attrPath = path.child('attributes');
+  // validateMap: the key's own errors name the entry too (`attributes[<key>]`).
   for (const [key, attribute] of Object.entries(attributes)) {
-    errs.push(...validateQualifiedAttributeName(key, attrPath));
-    if (isJsonObject(attribute))
-      errs.push(...validateDeviceAttribute(attribute, attrPath.key(truncate(key, keyMax))));
+    const keyPath = attrPath.key(truncate(key, keyMax));
+    errs.push(...validateQualifiedAttributeName(key, keyPath));
+    if (isJsonObject(attribute)) errs.push(...validateDeviceAttribute(attribute, keyPath));
   }
   const capPath = path.child('capacity');
   const multi = device.allowMultipleAllocations === true;
   for (const [key, cap] of Object.entries(capacity)) {
-    errs.push(...validateQualifiedAttributeName(key, capPath));
+    const keyPath = capPath.key(truncate(key, keyMax));
+    errs.push(...validateQualifiedAttributeName(key, keyPath));
     if (!multi && isJsonObject(cap) && cap.requestPolicy !== undefined) {
       errs.push(
         fieldError.forbidden(
-          capPath.key(truncate(key, keyMax)).child('requestPolicy'),
+          keyPath.child('requestPolicy'),
           'allowMultipleAllocations must be true',
         ),
       );
@@ -509,9 +511,23 @@ function truncate(value: string, max: number): string {
   return `${value.slice(0, Math.floor((remaining + 1) / 2))}...${value.slice(value.length - Math.floor(remaining / 2))}`;
 }
 
+/** The ResourceSlice layout rules that depend on the release. */
+export interface SliceLayoutRules {
+  /**
+   * From 1.35: `sharedCounters` only in a slice without `devices`, and at most 64 devices once a
+   * device has taints or consumes counters (before, 128 in any case and counter sets could sit
+   * beside devices; ResourceSliceSpec.devices in the 1.34 and 1.35 API reference).
+   */
+  readonly separateCounterSets: boolean;
+}
+
+/** The layout rules of the newest releases. */
+export const CURRENT_SLICE_LAYOUT: SliceLayoutRules = { separateCounterSets: true };
+
 function validateResourceSliceSpec(
   spec: JsonObject,
   oldSpec: JsonObject | undefined,
+  rules: SliceLayoutRules,
 ): FieldError[] {
   const path = FieldPath.root('spec');
   const errs: FieldError[] = [];
@@ -605,16 +621,24 @@ function validateResourceSliceSpec(
   }
   const devices = listAt(spec, 'devices') ?? [];
   const sharedCounters = listAt(spec, 'sharedCounters');
-  if (sharedCounters !== undefined && spec.devices !== null && spec.devices !== undefined) {
+  if (
+    rules.separateCounterSets &&
+    sharedCounters !== undefined &&
+    spec.devices !== null &&
+    spec.devices !== undefined
+  ) {
     errs.push(fieldError.invalid(path, '', 'only one of `sharedCounters` or `devices` is allowed'));
   }
   // haveDeviceTaints || haveConsumesCounters: a non-empty list on any device. (List-type
   // attributes, the third case since 1.36, are not in this server's schema.)
-  const advanced = devices.some(
-    (d) =>
-      isJsonObject(d) &&
-      ((listAt(d, 'taints') ?? []).length > 0 || (listAt(d, 'consumesCounters') ?? []).length > 0),
-  );
+  const advanced =
+    rules.separateCounterSets &&
+    devices.some(
+      (d) =>
+        isJsonObject(d) &&
+        ((listAt(d, 'taints') ?? []).length > 0 ||
+          (listAt(d, 'consumesCounters') ?? []).length > 0),
+    );
   const maxDevices = advanced ? MAX_DEVICES_WITH_ADVANCED_FEATURES : MAX_DEVICES;
   const devicesPath = path.child('devices');
   if (devices.length > maxDevices) {
@@ -655,17 +679,24 @@ function validateResourceSliceSpec(
   return errs;
 }
 
-export function validateResourceSlice(slice: JsonObject): FieldError[] {
+export function validateResourceSlice(
+  slice: JsonObject,
+  rules: SliceLayoutRules = CURRENT_SLICE_LAYOUT,
+): FieldError[] {
   return [
     ...validateObjectMeta(objAt(slice, 'metadata') ?? {}),
-    ...validateResourceSliceSpec(objAt(slice, 'spec') ?? {}, undefined),
+    ...validateResourceSliceSpec(objAt(slice, 'spec') ?? {}, undefined, rules),
   ];
 }
 
-export function validateResourceSliceUpdate(slice: JsonObject, old: JsonObject): FieldError[] {
+export function validateResourceSliceUpdate(
+  slice: JsonObject,
+  old: JsonObject,
+  rules: SliceLayoutRules = CURRENT_SLICE_LAYOUT,
+): FieldError[] {
   return [
     ...validateObjectMetaUpdate(objAt(slice, 'metadata') ?? {}, objAt(old, 'metadata') ?? {}),
-    ...validateResourceSliceSpec(objAt(slice, 'spec') ?? {}, objAt(old, 'spec')),
+    ...validateResourceSliceSpec(objAt(slice, 'spec') ?? {}, objAt(old, 'spec'), rules),
   ];
 }
 
