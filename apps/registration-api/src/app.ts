@@ -40,7 +40,7 @@ export interface AppOptions {
    * before wiping a deregistered plugin's slices, for restarts). @defaultValue 30000
    */
   removalGraceMs?: number;
-  /** ResourcePublisher versions spoken. @defaultValue the contracts' `SUPPORTED_PUBLISHER_VERSIONS` */
+  /** Plugin API versions spoken. @defaultValue the contracts' `SUPPORTED_PLUGIN_VERSIONS` */
   supportedVersions?: readonly string[];
   /** How long `/readyz` waits for Redis to answer, ms. @defaultValue 2000 */
   readinessTimeoutMs?: number;

@@ -134,7 +134,7 @@ describe('registration against a real plugin over gRPC', () => {
       { ...gpu, supportedVersions: ['v1alpha4.Node'] },
       422,
       'unsupported-versions',
-      /\["v1alpha4.Node"\] is supported by slicekeeper \["v1.ResourcePublisher"\]/,
+      /\["v1alpha4.Node"\] is supported by slicekeeper \["v1.ResourcePublisher", "1.0.0"\]/,
     ],
   ];
   it.each(refusals)(

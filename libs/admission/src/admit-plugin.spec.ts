@@ -74,6 +74,15 @@ describe('admitPlugin', () => {
   });
 
   it.each([
+    ['kubelet 1.30 driver', ['1.0.0'], '1.0.0'],
+    ['driver offering both', ['1.0.0', 'v1.ResourcePublisher'], 'v1.ResourcePublisher'],
+  ])('agrees on the version with a %s', async (_name, supportedVersions, version) => {
+    const { outcome, told } = await admit({ ...gpu, supportedVersions });
+    expect(outcome).toMatchObject({ plugin: { driver: 'gpu.example.com', version } });
+    expect(told).toEqual([{ registered: true }]);
+  });
+
+  it.each([
     [
       'wrong type',
       { ...gpu, type: 'CSIPlugin' },
@@ -88,7 +97,7 @@ describe('admitPlugin', () => {
       { ...gpu, supportedVersions: ['v0.Legacy'] },
       {},
       'unsupported-versions',
-      /\["v0.Legacy"\].*\["v1.ResourcePublisher"\]/,
+      /\["v0.Legacy"\].*\["v1.ResourcePublisher", "1.0.0"\]/,
     ],
     ['driver mismatch', gpu, { declared: { driver: 'nic.example.com' } }, 'driver-mismatch', /nic/],
     [

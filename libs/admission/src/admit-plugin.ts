@@ -1,6 +1,6 @@
 import {
   DRA_PLUGIN_TYPE,
-  SUPPORTED_PUBLISHER_VERSIONS,
+  SUPPORTED_PLUGIN_VERSIONS,
   driverNameProblem,
 } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -20,7 +20,7 @@ export interface DeclaredPlugin {
 /** A plugin that passed every check, about to be stored. */
 export interface AdmittedPlugin {
   driver: string;
-  /** The ResourcePublisher version agreed on. */
+  /** The plugin API version agreed on (`Registration.version`). */
   version: string;
   /** Where the plugin serves ResourcePublisher: the probed endpoint unless GetInfo named another. */
   endpoint: string;
@@ -34,7 +34,10 @@ export interface AdmitPluginOptions<T> {
   prober: PluginProber;
   /** Checks an endpoint the plugin names in GetInfo before it is stored. */
   policy: EndpointPolicy;
-  /** @defaultValue `SUPPORTED_PUBLISHER_VERSIONS` */
+  /**
+   * The plugin API versions accepted, most preferred first.
+   * @defaultValue `SUPPORTED_PLUGIN_VERSIONS` (ResourcePublisher, then kubelet 1.30's `1.0.0`)
+   */
   supportedVersions?: readonly string[];
   /**
    * Stores the registration. Runs after every check and before the plugin is told; if it
@@ -89,7 +92,7 @@ async function checkPlugin<T>(
   info: PluginInfo | undefined,
   options: AdmitPluginOptions<T>,
 ): Promise<AdmittedPlugin> {
-  const supported = options.supportedVersions ?? SUPPORTED_PUBLISHER_VERSIONS;
+  const supported = options.supportedVersions ?? SUPPORTED_PLUGIN_VERSIONS;
   const declared = options.declared ?? {};
   if (info === undefined) {
     if (declared.driver === undefined || declared.supportedVersions === undefined) {

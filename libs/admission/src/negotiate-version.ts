@@ -1,13 +1,15 @@
 /**
- * Picks the ResourcePublisher version to speak with a plugin: the first version in the plugin's
- * list (its order of preference) that slicekeeper supports too, as kubelet does. Returns
- * `undefined` when there is none; {@link unsupportedVersionsMessage} then says why.
+ * Picks the plugin API version to speak with a plugin: the first version of slicekeeper's list
+ * (its order of preference, `SUPPORTED_PLUGIN_VERSIONS`) that the plugin lists too. The
+ * plugin's order does not matter: a driver that offers both ResourcePublisher and kubelet 1.30's
+ * `1.0.0` is streamed with ResourcePublisher, which carries more. Returns `undefined` when there
+ * is none; {@link unsupportedVersionsMessage} then says why.
  */
 export function negotiateVersion(
   pluginVersions: readonly string[],
   supported: readonly string[],
 ): string | undefined {
-  return pluginVersions.find((version) => supported.includes(version));
+  return supported.find((version) => pluginVersions.includes(version));
 }
 
 /** Names both lists, so that whoever reads the error can tell which side must change. */

@@ -4,11 +4,31 @@ import { sliceKeySchema } from './key';
 /** The plugin type a DRA driver reports from `Registration.GetInfo` (as kubelet expects). */
 export const DRA_PLUGIN_TYPE = 'DRAPlugin';
 
+/** slicekeeper's own inventory API: `slicekeeper.v1.ResourcePublisher/WatchResources`. */
+export const RESOURCE_PUBLISHER_VERSION = 'v1.ResourcePublisher';
+
 /**
- * The versions of the ResourcePublisher service slicekeeper speaks, most preferred first. A
- * registration picks the first version the plugin lists that is also here.
+ * What a driver written for kubelet 1.30 offers (the value of 1.30's kubeletplugin helper): it
+ * streams `v1alpha3.Node/NodeListAndWatchResources` (named resources), which slicekeeper maps
+ * to one node-local pool.
  */
-export const SUPPORTED_PUBLISHER_VERSIONS = ['v1.ResourcePublisher'] as const;
+export const KUBELET_130_PLUGIN_VERSION = '1.0.0';
+
+/**
+ * The versions of slicekeeper's own ResourcePublisher service, most preferred first: what a
+ * driver built on slicekeeper's driver kit offers.
+ */
+export const SUPPORTED_PUBLISHER_VERSIONS = [RESOURCE_PUBLISHER_VERSION] as const;
+
+/**
+ * Every plugin API version slicekeeper accepts at registration, most preferred first: its own
+ * ResourcePublisher, then kubelet 1.30's. A registration picks the first version here that the
+ * plugin lists too, so a driver that offers both is streamed with ResourcePublisher.
+ */
+export const SUPPORTED_PLUGIN_VERSIONS = [
+  ...SUPPORTED_PUBLISHER_VERSIONS,
+  KUBELET_130_PLUGIN_VERSION,
+] as const;
 
 /**
  * One registered plugin endpoint of a key, as the registration API stores it
@@ -20,7 +40,10 @@ export const registrationSchema = sliceKeySchema
   .extend({
     /** `unix:///absolute/path.sock` or `host:port`. */
     endpoint: z.string().min(1),
-    /** The ResourcePublisher version agreed at registration. */
+    /**
+     * The plugin API version agreed at registration: {@link RESOURCE_PUBLISHER_VERSION}, or
+     * {@link KUBELET_130_PLUGIN_VERSION} for a driver written for kubelet 1.30.
+     */
     version: z.string().min(1),
     /** When the endpoint was (last) registered, RFC 3339. */
     registeredAt: z.iso.datetime({ offset: true }),

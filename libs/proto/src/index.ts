@@ -5,8 +5,13 @@
  */
 export * as registration from './generated/pluginregistration/v1/api';
 export * as publisher from './generated/slicekeeper/v1/resources';
+/** kubelet 1.30's DRA plugin API (`v1alpha3.Node`), for drivers written for it. */
+export * as kubeletDra from './generated/k8s.io/kubelet/pkg/apis/dra/v1alpha3/api';
+/** The named resources model those drivers stream (resource.k8s.io/v1alpha2). */
+export * as namedResources from './generated/k8s.io/api/resource/v1alpha2/generated';
 export { fromDriverInventory, mapDriverResources, toDriverInventory } from './inventory-mapper';
 export type { InventoryMapping, ToInventoryOptions } from './inventory-mapper';
+export { NAMED_RESOURCES_SLICE_SEPARATOR, mapNodeResources } from './named-resources-mapper';
 export { publishFeedback, publishStatusRequest } from './publish-status-mapper';
 export type { PublishFeedback } from './publish-status-mapper';
 export { grpcTarget, parseEndpoint } from './endpoint';

@@ -112,8 +112,11 @@ export function toDriverInventory(
   return mapping.inventory;
 }
 
-/** The int64 as a number, or 0 after recording why it cannot be one exactly. */
-function toExactNumber(value: bigint, path: () => string, problems: string[]): number {
+/**
+ * The int64 as a number, or 0 after recording why it cannot be one exactly. Shared with the
+ * named-resources mapper (not exported from the package).
+ */
+export function toExactNumber(value: bigint, path: () => string, problems: string[]): number {
   if (value >= -MAX_EXACT_INTEGER && value <= MAX_EXACT_INTEGER) return Number(value);
   problems.push(
     `${path()}: ${value} is outside the range slicekeeper can publish exactly ` +

@@ -1,16 +1,20 @@
 import { Metadata, credentials, status as grpcStatus } from '@grpc/grpc-js';
-import type { ServiceError } from '@grpc/grpc-js';
+import type { ChannelOptions, Client, ClientReadableStream, ServiceError } from '@grpc/grpc-js';
+import { KUBELET_130_PLUGIN_VERSION } from '@slicekeeper/contracts';
 import { TerminalError, isTerminal, withContext } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import {
   classifyGrpcError,
   grpcTarget,
+  kubeletDra,
   mapDriverResources,
+  mapNodeResources,
   parseEndpoint,
   publishStatusRequest,
   publisher,
   rejectedMessageProblem,
 } from '@slicekeeper/proto';
+import type { InventoryMapping } from '@slicekeeper/proto';
 import type { NotifyResult, PublisherConnector } from './publisher-connector';
 
 /**
@@ -43,15 +47,19 @@ export interface GrpcConnectorOptions {
 }
 
 /**
- * Opens `ResourcePublisher.WatchResources` with @grpc/grpc-js: one client (channel) per stream,
- * closed with it. A plugin endpoint serves one plugin, so nothing is gained by sharing channels,
- * and a private channel means a cancelled stream leaves no connection behind.
+ * Opens `ResourcePublisher.WatchResources` with @grpc/grpc-js, or kubelet 1.30's
+ * `v1alpha3.Node/NodeListAndWatchResources` for a plugin registered with
+ * `KUBELET_130_PLUGIN_VERSION` (its named resources mapped by `mapNodeResources`; it has no
+ * feedback RPC, so `notify` answers `unimplemented` without a call). One client (channel) per
+ * stream, closed with it. A plugin endpoint serves one plugin, so nothing is gained by sharing
+ * channels, and a private channel means a cancelled stream leaves no connection behind.
  */
 export function createGrpcConnector(options: GrpcConnectorOptions = {}): PublisherConnector {
   const maxMessageBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const { policy } = options;
   const notifyTimeoutMs = options.notifyTimeoutMs ?? 5000;
-  return ({ endpoint, nodeName }, handlers) => {
+  return ({ endpoint, nodeName, version }, handlers) => {
+    const kubelet130 = version === KUBELET_130_PLUGIN_VERSION;
     let done = false;
     let cancelOpen: (() => void) | undefined;
     let channel: publisher.ResourcePublisherClient | undefined;
@@ -64,19 +72,16 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
       if (finish()) handlers.error(error);
     };
 
-    const open = (target: string): void => {
-      const client = new publisher.ResourcePublisherClient(target, credentials.createInsecure(), {
-        'grpc.max_receive_message_length': maxMessageBytes,
-        // Every stream gets its own connection, as every plugin has its own endpoint.
-        'grpc.use_local_subchannel_pool': 1,
-        // The target is a checked address or socket: nothing to look up in DNS.
-        'grpc.service_config_disable_resolution': 1,
-      });
-      channel = client;
-      const call = client.watchResources({ nodeName });
-      call.on('data', (message: publisher.DriverResources) => {
+    /** Reports what `call` brings; `map` turns one of its messages into an inventory. */
+    const follow = <M>(
+      client: Client,
+      call: ClientReadableStream<M>,
+      rpc: string,
+      map: (message: M) => InventoryMapping,
+    ): void => {
+      call.on('data', (message: M) => {
         if (done) return;
-        const mapping = mapDriverResources(message, { nodeName });
+        const mapping = map(message);
         if (mapping.kind === 'inventory') handlers.message(mapping.inventory);
         else handlers.rejected({ problem: mapping.problem, callEnded: false });
       });
@@ -87,7 +92,7 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
         // answer: that is its bug, not an outage.
         const problem = rejectedMessageProblem(error);
         if (problem === undefined) {
-          handlers.error(classifyGrpcError(error, `WatchResources ${endpoint}`));
+          handlers.error(classifyGrpcError(error, `${rpc} ${endpoint}`));
         } else {
           handlers.rejected({ problem, callEnded: true });
         }
@@ -102,6 +107,36 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
         call.cancel();
         client.close();
       };
+    };
+
+    const open = (target: string): void => {
+      const channelOptions: ChannelOptions = {
+        'grpc.max_receive_message_length': maxMessageBytes,
+        // Every stream gets its own connection, as every plugin has its own endpoint.
+        'grpc.use_local_subchannel_pool': 1,
+        // The target is a checked address or socket: nothing to look up in DNS.
+        'grpc.service_config_disable_resolution': 1,
+      };
+      if (kubelet130) {
+        const client = new kubeletDra.NodeClient(
+          target,
+          credentials.createInsecure(),
+          channelOptions,
+        );
+        follow(client, client.nodeListAndWatchResources({}), 'NodeListAndWatchResources', (m) =>
+          mapNodeResources(m, { nodeName }),
+        );
+        return;
+      }
+      const client = new publisher.ResourcePublisherClient(
+        target,
+        credentials.createInsecure(),
+        channelOptions,
+      );
+      channel = client;
+      follow(client, client.watchResources({ nodeName }), 'WatchResources', (m) =>
+        mapDriverResources(m, { nodeName }),
+      );
     };
 
     if (policy !== undefined) {
@@ -132,6 +167,10 @@ export function createGrpcConnector(options: GrpcConnectorOptions = {}): Publish
       // The optional feedback RPC goes over the stream's own channel, while the stream is open.
       notify: (node, status) =>
         new Promise<NotifyResult>((resolve) => {
+          if (kubelet130) {
+            resolve('unimplemented');
+            return;
+          }
           if (channel === undefined || done) {
             resolve('failed');
             return;

@@ -55,7 +55,11 @@ describe('KeyWatch', () => {
 
   it('publishes the first inventory: snapshot stored, sync enqueued, state streaming', async () => {
     watch.setRegistrations([registration(A, 1)]);
-    expect(connector.last(A).request).toEqual({ endpoint: A, nodeName: 'node-a' });
+    expect(connector.last(A).request).toEqual({
+      endpoint: A,
+      nodeName: 'node-a',
+      version: 'v1.ResourcePublisher',
+    });
     expect(watch.state?.state).toBe('connecting');
     connector.last(A).send(gpus(8));
     await settle();

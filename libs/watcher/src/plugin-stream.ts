@@ -164,7 +164,11 @@ export class PluginStream {
     this.setState('connecting');
     this.options.logger.debug({ attempt: this.backoff.attempts }, 'connecting');
     const call = this.options.connector(
-      { endpoint: this.endpoint, nodeName: this.registration.node },
+      {
+        endpoint: this.endpoint,
+        nodeName: this.registration.node,
+        version: this.registration.version,
+      },
       {
         message: (inventory) => {
           if (this.call === call) this.onMessage(inventory);

@@ -38,7 +38,7 @@ export type NotifyResult =
   /** Any other failure: the next outcome is sent as usual. */
   | 'failed';
 
-/** An open `WatchResources` call. */
+/** An open inventory stream (`WatchResources` or `NodeListAndWatchResources`). */
 export interface InventoryStream {
   /** Ends the call; no handler is called afterwards. Idempotent. */
   cancel(): void;
@@ -54,6 +54,12 @@ export interface WatchRequest {
   endpoint: string;
   /** The node the stream is held for; empty for a cluster-scoped plugin. */
   nodeName: string;
+  /**
+   * The plugin API version agreed at registration (`Registration.version`):
+   * `KUBELET_130_PLUGIN_VERSION` opens kubelet 1.30's `v1alpha3.Node/NodeListAndWatchResources`,
+   * anything else `ResourcePublisher.WatchResources`. @defaultValue `RESOURCE_PUBLISHER_VERSION`
+   */
+  version?: string;
 }
 
 /**

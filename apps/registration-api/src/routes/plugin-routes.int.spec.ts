@@ -95,7 +95,7 @@ describe('plugin routes', () => {
         { ...gpuInfo, supportedVersions: ['v0.Legacy', 'v9.Future'] },
         422,
         'unsupported-versions',
-        /\["v0.Legacy", "v9.Future"\] is supported by slicekeeper \["v1.ResourcePublisher"\]/,
+        /\["v0.Legacy", "v9.Future"\] is supported by slicekeeper \["v1.ResourcePublisher", "1.0.0"\]/,
       ],
       ['a GetInfo timeout', 'timeout', 502, 'plugin-timeout', /no answer within/],
       ['an unreachable plugin', 'unreachable', 502, 'plugin-unreachable', /refused/],
