@@ -65,6 +65,10 @@ export const sliceSyncerConfigSchema = z
       '1h',
       'Each replica lists every managed slice and Node again once per interval (±10%) and repairs what its watches missed.',
     ),
+    DISCOVERY_INTERVAL: envDurationMs(
+      '1m',
+      'How often the API server is asked which resource.k8s.io versions it serves and its release: an upgrade is followed without a restart.',
+    ),
     HEALTH_TAINT_EFFECT: z
       .enum(HEALTH_TAINT_POLICIES)
       .default('NoSchedule')

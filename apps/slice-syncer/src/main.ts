@@ -3,6 +3,9 @@ import {
   KubeNodeStatusClient,
   KubeSliceClient,
   KubeTransport,
+  awaitResourceApi,
+  describeResourceApi,
+  discoverResourceApi,
 } from '@slicekeeper/kube';
 import { SyncQueue } from '@slicekeeper/queue';
 import { runService } from '@slicekeeper/runtime';
@@ -15,6 +18,7 @@ import {
   NodeConditionReconciler,
   NodeConditionWorker,
   Reconciler,
+  ResourceApiFollower,
   SyncWorker,
   SyncerMetrics,
 } from '@slicekeeper/syncer';
@@ -24,16 +28,22 @@ import {
   SyncRecords,
   WriteRateLimiter,
 } from '@slicekeeper/state';
+import { layoutRulesFor } from '@slicekeeper/slices';
 import { healthTaintPolicy, kubeconfigSource, loadConfig } from './config';
 
 void runService({
   service: 'slice-syncer',
   loadConfig: () => loadConfig(process.env),
-  build: ({ config, logger, registry, redis: connections }) => {
+  build: async ({ config, logger, registry, redis: connections }) => {
     const metrics = new SyncerMetrics(registry);
     const prefix = config.REDIS_PREFIX;
     const onRequest = (verb: string, resource: string, code: number | 'error') => {
       metrics.kubeRequests.inc({ verb, resource, code: String(code) });
+      // A list, watch or create of slices answered 404: the collection itself is gone (the
+      // server stopped serving the version in use); ask which versions it serves now.
+      if (code === 404 && resource === 'resourceslices' && verb !== 'update' && verb !== 'delete') {
+        void follower.check();
+      }
     };
 
     const redis = connections.open('slice-syncer');
@@ -52,7 +62,14 @@ void runService({
 
     // One transport (connection pool, credentials) for the watches and the writes.
     const transport = new KubeTransport(kubeconfigSource(config));
-    const api = new KubeSliceClient({ transport, onRequest });
+    // Which resource.k8s.io version to write in: the newest the server serves.
+    const resourceApi = await awaitResourceApi({ transport, onRequest, logger });
+    const apiVersion = resourceApi.version;
+    logger.info(
+      { api: describeResourceApi(resourceApi), served: resourceApi.served },
+      'resource API discovered',
+    );
+    const api = new KubeSliceClient({ transport, onRequest, apiVersion });
     const triggers = new ClusterTriggers({
       syncQueue,
       registrations: new RegistrationStore({ redis, prefix }),
@@ -60,6 +77,7 @@ void runService({
     });
     const cluster = new ClusterCache({
       transport,
+      apiVersion,
       logger: logger.child({ component: 'cluster-cache' }),
       onForeignChange: triggers.onForeignChange,
       onNode: (change) => {
@@ -88,6 +106,8 @@ void runService({
       writeLimiter,
       metrics,
       logger,
+      publishedWith: () => follower.describe(),
+      layoutRules: () => layoutRulesFor(follower.current.release),
       healthTaints: (driver) => healthTaintPolicy(config, driver),
     });
     const maintenance = new Maintenance({
@@ -99,6 +119,18 @@ void runService({
       resyncIntervalMs: config.RESYNC_INTERVAL,
       orphanGraceMs: config.ORPHAN_GRACE,
       registry,
+    });
+    // Follows the API server through upgrades: a newly served version is used without a restart.
+    const follower = new ResourceApiFollower({
+      initial: resourceApi,
+      discover: () => discoverResourceApi({ transport, onRequest }),
+      speakers: [api, cluster],
+      onChange: async () => {
+        await maintenance.resync();
+      },
+      intervalMs: config.DISCOVERY_INTERVAL,
+      metrics,
+      logger,
     });
     const nodeConditions = new NodeConditionWorker({
       connection: nodeStatusConnection,
@@ -137,7 +169,10 @@ void runService({
           redis: async () => {
             await redis.ping();
           },
-          'kube-apiserver': () => api.ping(),
+          'kube-apiserver': async () => {
+            await api.ping();
+            return follower.describe();
+          },
           // Syncs plan from the cache: none runs before its first list is in.
           'cluster-cache': () =>
             cluster.synced ? Promise.resolve() : Promise.reject(new Error('first list not in yet')),
@@ -146,6 +181,7 @@ void runService({
       start: async ({ probeUrl }) => {
         await cluster.start();
         antiEntropy.start();
+        follower.start();
         await nodeConditions.start();
         await syncer.start();
         logger.info({ probes: probeUrl, concurrency: config.SYNC_CONCURRENCY }, 'started');
@@ -154,6 +190,7 @@ void runService({
         syncer,
         nodeConditions,
         antiEntropy,
+        follower,
         syncQueue,
         nodeConditionQueue,
         cluster,

@@ -118,6 +118,11 @@ export const syncStatusSchema = z
     droppedFields: z.array(z.string()).optional(),
     /** Why an `invalid` inventory was refused: each problem with its field path. */
     problems: z.array(fieldProblemSchema).optional(),
+    /**
+     * The API version the slices were written in and the server's release, e.g.
+     * `resource.k8s.io/v1beta1 (Kubernetes v1.32.9)`.
+     */
+    api: z.string().optional(),
     /** The taints slicekeeper put on the key's devices, when any. */
     taints: publishedTaintsSchema.optional(),
   })

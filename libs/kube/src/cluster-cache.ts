@@ -10,6 +10,8 @@ import type { KubeconfigSource } from './kube-transport';
 import { observedConditionOf } from './node-condition-json';
 import type { ObservedCondition } from './node-condition-json';
 import { Reflector } from './reflector';
+import { sliceFromWire, slicesCollection } from './resource-api';
+import type { ResourceApiVersion } from './resource-api';
 import type { WatchEventType } from './reflector';
 import {
   MalformedResponseError,
@@ -44,6 +46,8 @@ export type ClusterCacheOptions = (
     }
 ) & {
   logger: Pick<Logger, 'debug' | 'info' | 'warn'>;
+  /** The resource.k8s.io version to watch slices in (see `discoverResourceApi`). @defaultValue `'v1'` */
+  apiVersion?: ResourceApiVersion;
   /**
    * Called for every change to a managed slice that is not the echo of one of our own writes
    * (see {@link ClusterCache.recordWrite}), with the key the slice belongs to: someone else
@@ -92,7 +96,6 @@ export type ClusterCacheOptions = (
   minWatchTimeoutMs?: number;
 };
 
-const RESOURCE_SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const NODES = '/api/v1/nodes';
 const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
@@ -155,6 +158,8 @@ export class ClusterCache {
   private readonly slices: SliceStore;
   private readonly nodes = new Map<string, NodeState>();
   private readonly sliceReflector: Reflector<StoredResourceSlice, ReplaceResult>;
+  /** The resource.k8s.io version slices are watched in. */
+  private apiVersion: ResourceApiVersion;
   private readonly nodeReflector: Reflector<NodeState, undefined>;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -188,13 +193,14 @@ export class ClusterCache {
         ? {}
         : { minWatchTimeoutMs: options.minWatchTimeoutMs }),
     };
+    this.apiVersion = options.apiVersion ?? 'v1';
     this.sliceReflector = new Reflector({
       ...common,
-      path: RESOURCE_SLICES,
+      path: slicesCollection(this.apiVersion),
       resource: 'resourceslices',
       kind: 'ResourceSlices',
       labelSelector: MANAGED_LABEL_SELECTOR,
-      decode: toStoredResourceSlice,
+      decode: (json) => toStoredResourceSlice(sliceFromWire(json, this.apiVersion)),
       onReplace: (items, resourceVersion, initial) => {
         const result = this.slices.replace(items, resourceVersion, initial);
         for (const change of result.changes) this.reportSlice(change);
@@ -320,6 +326,16 @@ export class ClusterCache {
   async relist(): Promise<RelistResult> {
     const [slices] = await Promise.all([this.sliceReflector.relist(), this.nodeReflector.relist()]);
     return { added: slices.added, changed: slices.changed, removed: slices.removed };
+  }
+
+  /**
+   * Watches slices in `version` from now on (the server started serving a newer one): lists
+   * them again in it; the objects are the same, so nothing is reported as changed.
+   */
+  async useApiVersion(version: ResourceApiVersion): Promise<void> {
+    if (version === this.apiVersion) return;
+    this.apiVersion = version;
+    await this.sliceReflector.usePath(slicesCollection(version));
   }
 
   /** Stops both watches and, unless it was shared, closes the connection pool. Idempotent. */

@@ -17,3 +17,20 @@ export { KubeTransport } from './kube-transport';
 export type { KubeconfigSource } from './kube-transport';
 export type { WatchEventType } from './reflector';
 export { sliceKeyOf } from './slice-store';
+export {
+  awaitResourceApi,
+  describeResourceApi,
+  discoverResourceApi,
+  RESOURCE_GROUP,
+  resourceApiVersions,
+  resourceGroupVersion,
+  sliceFromWire,
+  sliceToWire,
+  slicesCollection,
+} from './resource-api';
+export type {
+  DiscoverOptions,
+  ResourceApi,
+  ResourceApiVersion,
+  ServerRelease,
+} from './resource-api';

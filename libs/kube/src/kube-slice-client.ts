@@ -9,6 +9,8 @@ import { callKube } from './kube-request';
 import type { OnKubeRequest } from './kube-request';
 import { KubeTransport, withQuery } from './kube-transport';
 import type { KubeRequest, KubeconfigSource } from './kube-transport';
+import { sliceFromWire, sliceToWire, slicesCollection } from './resource-api';
+import type { ResourceApiVersion } from './resource-api';
 import { FIELD_MANAGER, toListPage, toStoredResourceSlice } from './resource-slice-json';
 
 export type KubeSliceClientOptions = (
@@ -29,13 +31,13 @@ export type KubeSliceClientOptions = (
    * @defaultValue 500
    */
   listPageSize?: number;
+  /** The resource.k8s.io version to speak (see `discoverResourceApi`). @defaultValue `'v1'` */
+  apiVersion?: ResourceApiVersion;
 };
 
 type Verb = 'list' | 'get' | 'create' | 'update' | 'delete';
 
 const MANAGED_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
-
-const RESOURCE_SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 
 /** The path of one named object of a collection. */
 function objectPath(collection: string, name: string): string {
@@ -64,6 +66,8 @@ export class KubeSliceClient {
   private readonly requestTimeoutMs: number;
   private readonly listPageSize: number;
   private readonly onRequest: KubeSliceClientOptions['onRequest'];
+  private apiVersion: ResourceApiVersion;
+  private collection: string;
   private closing: Promise<void> | undefined;
 
   /** @throws TerminalError (code 'config') when the kubeconfig cannot be loaded. */
@@ -74,6 +78,8 @@ export class KubeSliceClient {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.listPageSize = options.listPageSize ?? 500;
     this.onRequest = options.onRequest;
+    this.apiVersion = options.apiVersion ?? 'v1';
+    this.collection = slicesCollection(this.apiVersion);
   }
 
   /**
@@ -104,10 +110,10 @@ export class KubeSliceClient {
     const context = `create ResourceSlice "${name}"`;
     const created = await this.request('create', 'resourceslices', context, {
       method: 'POST',
-      path: withQuery(RESOURCE_SLICES, { fieldManager: FIELD_MANAGER }),
-      body: slice,
+      path: withQuery(this.collection, { fieldManager: FIELD_MANAGER }),
+      body: sliceToWire(slice, this.apiVersion),
     });
-    return this.read(context, () => toStoredResourceSlice(created));
+    return this.read(context, () => this.decode(created));
   }
 
   /** PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict'). */
@@ -116,10 +122,10 @@ export class KubeSliceClient {
     const context = `update ResourceSlice "${name}"`;
     const updated = await this.request('update', 'resourceslices', context, {
       method: 'PUT',
-      path: withQuery(objectPath(RESOURCE_SLICES, name), { fieldManager: FIELD_MANAGER }),
-      body: slice,
+      path: withQuery(objectPath(this.collection, name), { fieldManager: FIELD_MANAGER }),
+      body: sliceToWire(slice, this.apiVersion),
     });
-    return this.read(context, () => toStoredResourceSlice(updated));
+    return this.read(context, () => this.decode(updated));
   }
 
   /**
@@ -130,7 +136,7 @@ export class KubeSliceClient {
     try {
       await this.request('delete', 'resourceslices', `delete ResourceSlice "${target.name}"`, {
         method: 'DELETE',
-        path: objectPath(RESOURCE_SLICES, target.name),
+        path: objectPath(this.collection, target.name),
         body: { preconditions: { uid: target.uid, resourceVersion: target.resourceVersion } },
       });
     } catch (error) {
@@ -166,7 +172,7 @@ export class KubeSliceClient {
     do {
       const answer = await this.request('list', 'resourceslices', context, {
         method: 'GET',
-        path: withQuery(RESOURCE_SLICES, {
+        path: withQuery(this.collection, {
           labelSelector: MANAGED_LABEL_SELECTOR,
           fieldSelector,
           limit,
@@ -174,10 +180,21 @@ export class KubeSliceClient {
         }),
       });
       const list = this.read(context, () => toListPage(answer, 'ResourceSliceList'));
-      const page = this.read(context, () => list.items.map(toStoredResourceSlice));
+      const page = this.read(context, () => list.items.map((item) => this.decode(item)));
       token = list.continueToken;
       if (page.length > 0) yield page;
     } while (token !== undefined);
+  }
+
+  /** Speaks `version` from now on (the server started serving a newer one). */
+  useApiVersion(version: ResourceApiVersion): void {
+    this.apiVersion = version;
+    this.collection = slicesCollection(version);
+  }
+
+  /** A slice as the server sent it, in the planner's (v1) shape. */
+  private decode(json: unknown): StoredResourceSlice {
+    return toStoredResourceSlice(sliceFromWire(json, this.apiVersion));
   }
 
   /** What `read` makes of an answer; a malformed answer is classified with `context`. */

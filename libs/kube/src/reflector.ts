@@ -161,7 +161,11 @@ export class Reflector<T, R> {
   /** Ends the current wait before a retry. */
   private wakeUp: (() => void) | undefined;
 
+  /** The collection listed and watched (see {@link usePath}). */
+  private path: string;
+
   constructor(private readonly options: ReflectorOptions<T, R>) {
+    this.path = options.path;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.backoff = new Backoff({ ...DEFAULT_BACKOFF, ...options.backoff, random: this.random });
@@ -205,6 +209,15 @@ export class Reflector<T, R> {
    * new list's `onReplace` returned, or rejects if that list fails (the watch then resumes from
    * where it was) or the reflector was not started.
    */
+  /**
+   * Lists and watches `path` from now on (the same objects served in another API version):
+   * lists it from scratch, as {@link relist} does, and resolves the same way.
+   */
+  usePath(path: string): Promise<R> {
+    this.path = path;
+    return this.relist();
+  }
+
   relist(): Promise<R> {
     if (this.closed) return Promise.reject(new Error(`${this.options.kind}: closed`));
     if (this.running === undefined) {
@@ -365,7 +378,7 @@ export class Reflector<T, R> {
     do {
       const body = await this.request('list', context, {
         method: 'GET',
-        path: withQuery(this.options.path, {
+        path: withQuery(this.path, {
           labelSelector: this.options.labelSelector,
           limit: this.listPageSize,
           continue: token,
@@ -448,7 +461,7 @@ export class Reflector<T, R> {
       if (this.relistWanted || this.isClosed()) return { kind: 'stopped' };
       const stream = await this.options.transport.stream({
         method: 'GET',
-        path: withQuery(this.options.path, {
+        path: withQuery(this.path, {
           watch: 'true',
           labelSelector: this.options.labelSelector,
           resourceVersion: this.lastResourceVersion,

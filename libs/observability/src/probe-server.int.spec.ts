@@ -38,6 +38,25 @@ describe('ProbeServer', () => {
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
   });
 
+  it('lists what its checks report under ok', async () => {
+    const other = new ProbeServer({
+      port: 0,
+      registry: createMetricsRegistry('probe-test'),
+      logger: silent,
+      readiness: {
+        redis: () => Promise.resolve(),
+        'kube-apiserver': () => Promise.resolve('resource.k8s.io/v1beta1 (Kubernetes v1.32.9)'),
+      },
+    });
+    const otherUrl = await other.start();
+    const res = await fetch(`${otherUrl}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(
+      'ok\nkube-apiserver: resource.k8s.io/v1beta1 (Kubernetes v1.32.9)\n',
+    );
+    await other.close();
+  });
+
   it('serves Prometheus metrics labelled with the service', async () => {
     const res = await fetch(`${url}/metrics`);
     expect(res.status).toBe(200);

@@ -6,7 +6,11 @@ import type { Logger } from 'pino';
 import { errorMessage } from '@slicekeeper/errors';
 
 /** One dependency's readiness: ready, or why not. */
-export type ReadinessCheck = () => Promise<void>;
+/**
+ * One readiness check: rejects when not ready; a string it resolves with is a detail shown by
+ * `/readyz` under `ok` (e.g. which API version the service speaks).
+ */
+export type ReadinessCheck = () => Promise<unknown>;
 
 export interface ProbeServerOptions {
   /** 0 picks a free port. */
@@ -90,8 +94,9 @@ export class ProbeServer {
         send(res, 200, 'text/plain', 'ok\n');
         return;
       case '/readyz': {
-        const failures = await this.failingChecks();
-        if (failures.length === 0) send(res, 200, 'text/plain', 'ok\n');
+        const { failures, details } = await this.runChecks();
+        if (failures.length === 0)
+          send(res, 200, 'text/plain', `${['ok', ...details].join('\n')}\n`);
         else send(res, 503, 'text/plain', `${failures.join('\n')}\n`);
         return;
       }
@@ -100,12 +105,12 @@ export class ProbeServer {
     }
   }
 
-  private async failingChecks(): Promise<string[]> {
-    if (this.shuttingDown) return ['shutting down'];
+  private async runChecks(): Promise<{ failures: string[]; details: string[] }> {
+    if (this.shuttingDown) return { failures: ['shutting down'], details: [] };
     const timeoutMs = this.options.readinessTimeoutMs ?? 2000;
     const checks = Object.entries(this.options.readiness ?? {});
     const results = await Promise.all(
-      checks.map(async ([name, check]) => {
+      checks.map(async ([name, check]): Promise<{ failure?: string; detail?: string }> => {
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
@@ -113,16 +118,19 @@ export class ProbeServer {
           }, timeoutMs);
         });
         try {
-          await Promise.race([check(), timeout]);
-          return undefined;
+          const detail = await Promise.race([check(), timeout]);
+          return typeof detail === 'string' ? { detail: `${name}: ${detail}` } : {};
         } catch (error) {
-          return `${name}: ${errorMessage(error)}`;
+          return { failure: `${name}: ${errorMessage(error)}` };
         } finally {
           clearTimeout(timer);
         }
       }),
     );
-    return results.filter((r): r is string => r !== undefined);
+    return {
+      failures: results.flatMap((r) => (r.failure === undefined ? [] : [r.failure])),
+      details: results.flatMap((r) => (r.detail === undefined ? [] : [r.detail])),
+    };
   }
 }
 

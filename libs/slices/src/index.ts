@@ -11,8 +11,14 @@ export type { ValidateDriverResourcesOptions } from './validate-driver-resources
 export { validateResourceSlice } from './validate-resource-slice';
 export { formatFieldError, InvalidDriverResourcesError, toTerminalError } from './field-error';
 export type { FieldError, FieldErrorType, ToTerminalErrorOptions } from './field-error';
-export { layoutPool, maxDevicesPerSlice, usesAdvancedFeatures } from './layout-pool';
-export type { LayoutOptions, SliceContent } from './layout-pool';
+export {
+  CURRENT_LAYOUT_RULES,
+  layoutPool,
+  layoutRulesFor,
+  maxDevicesPerSlice,
+  usesAdvancedFeatures,
+} from './layout-pool';
+export type { LayoutOptions, LayoutRules, SliceContent } from './layout-pool';
 export {
   applyLifecycleTaints,
   lifecycleTaintKey,

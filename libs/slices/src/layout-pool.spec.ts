@@ -1,5 +1,5 @@
 import type { Device, Pool } from '@slicekeeper/contracts';
-import { layoutPool, usesAdvancedFeatures } from './layout-pool';
+import { layoutPool, layoutRulesFor, usesAdvancedFeatures } from './layout-pool';
 import { counterSet, gpu, gpus, pool, taintedGpu } from './testing/fixtures';
 
 function consuming(index: number): Device {
@@ -138,6 +138,39 @@ describe('layoutPool', () => {
     // Whatever the split, the devices keep their order: it is the driver's allocation preference.
     const devices = input.slices?.flatMap((slice) => slice.devices) ?? input.devices;
     expect(layout.flatMap((slice) => slice.devices)).toEqual(devices);
+  });
+});
+
+describe('layoutPool by release', () => {
+  const shape = (layout: ReturnType<typeof layoutPool>) =>
+    layout.map((slice) => ({
+      devices: slice.devices.length,
+      sets: slice.sharedCounters?.map((set) => set.name) ?? [],
+    }));
+
+  it('puts counter sets with the devices before 1.35, in slices of their own from 1.35', () => {
+    const partitioned = pool({ sharedCounters: [counterSet('a'), counterSet('b')] });
+    const before = layoutPool(partitioned, { rules: layoutRulesFor({ major: 1, minor: 34 }) });
+    expect(shape(before)).toEqual([{ devices: 8, sets: ['a', 'b'] }]);
+    const after = layoutPool(partitioned, { rules: layoutRulesFor({ major: 1, minor: 35 }) });
+    expect(shape(after)).toEqual([
+      { devices: 8, sets: [] },
+      { devices: 0, sets: ['a', 'b'] },
+    ]);
+  });
+
+  it('caps tainted slices at 64 devices from 1.35 only', () => {
+    const tainted = pool({ devices: Array.from({ length: 200 }, (_, i) => taintedGpu(i)) });
+    const before = layoutPool(tainted, {
+      taintable: true,
+      rules: layoutRulesFor({ major: 1, minor: 34 }),
+    });
+    expect(before.map((s) => s.devices.length)).toEqual([128, 72]);
+    const after = layoutPool(tainted, {
+      taintable: true,
+      rules: layoutRulesFor({ major: 1, minor: 36 }),
+    });
+    expect(after.map((s) => s.devices.length)).toEqual([64, 64, 64, 8]);
   });
 });
 

@@ -42,7 +42,31 @@ export function maxDevicesPerSlice(devices: readonly Device[]): number {
   return MAX_DEVICES_PER_SLICE;
 }
 
+/**
+ * The slice layout rules of a Kubernetes release. 1.35 moved counter sets into slices of their
+ * own (a slice holds `sharedCounters` or `devices`, not both) and capped a slice with tainted or
+ * counter-consuming devices at 64 devices; before, counter sets sat with the devices and 128
+ * was the cap for every slice.
+ */
+export interface LayoutRules {
+  /** Slices with tainted, counter-consuming or list-attribute devices hold at most 64. */
+  readonly advancedCap: boolean;
+  /** Counter sets sit in slices of their own; otherwise with the pool's first devices. */
+  readonly countersApart: boolean;
+}
+
+/** The rules of Kubernetes 1.35 and later. */
+export const CURRENT_LAYOUT_RULES: LayoutRules = { advancedCap: true, countersApart: true };
+
+/** The layout rules of a release (`/version`'s major and minor). */
+export function layoutRulesFor(release: { major: number; minor: number }): LayoutRules {
+  const current = release.major > 1 || release.minor >= 35;
+  return current ? CURRENT_LAYOUT_RULES : { advancedCap: false, countersApart: false };
+}
+
 export interface LayoutOptions {
+  /** The release's rules. @defaultValue {@link CURRENT_LAYOUT_RULES} */
+  readonly rules?: LayoutRules;
   /**
    * Lay devices out as if every one of them were tainted (at most 64 per slice), so that a
    * taint slicekeeper adds later (health, driver-unreachable) changes devices in place and
@@ -79,23 +103,26 @@ export function layoutPool(pool: Pool, options: LayoutOptions = {}): SliceConten
     );
   }
 
-  const slices = packDevices(pool.devices, options.taintable === true);
+  const rules = options.rules ?? CURRENT_LAYOUT_RULES;
+  const slices = packDevices(pool.devices, options.taintable === true, rules.advancedCap);
   const counterSets = pool.sharedCounters ?? [];
-  for (let start = 0; start < counterSets.length; start += MAX_COUNTER_SETS_PER_SLICE) {
-    slices.push({
-      devices: [],
-      sharedCounters: counterSets.slice(start, start + MAX_COUNTER_SETS_PER_SLICE),
-    });
+  const deviceSlices = slices.length;
+  for (let start = 0, i = 0; start < counterSets.length; start += MAX_COUNTER_SETS_PER_SLICE, i++) {
+    const sharedCounters = counterSets.slice(start, start + MAX_COUNTER_SETS_PER_SLICE);
+    const withDevices = rules.countersApart ? undefined : slices[i];
+    if (withDevices !== undefined && i < deviceSlices)
+      slices[i] = { ...withDevices, sharedCounters };
+    else slices.push({ devices: [], sharedCounters });
   }
   if (slices.length === 0) slices.push({ devices: [] });
   return slices;
 }
 
-function packDevices(devices: Device[], taintable: boolean): SliceContent[] {
+function packDevices(devices: Device[], taintable: boolean, advancedCap: boolean): SliceContent[] {
   if (devices.length === 0) return [];
   // The common case, a node's handful of devices, fits one slice whatever they use.
   if (devices.length <= MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES) return [{ devices }];
-  if (taintable) {
+  if (taintable && advancedCap) {
     const slices: SliceContent[] = [];
     for (
       let start = 0;
@@ -117,7 +144,7 @@ function packDevices(devices: Device[], taintable: boolean): SliceContent[] {
     if (device === undefined) continue;
     const deviceAdvanced = usesAdvancedFeatures(device);
     const limit =
-      advanced || deviceAdvanced
+      advancedCap && (advanced || deviceAdvanced)
         ? MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES
         : MAX_DEVICES_PER_SLICE;
     if (i - start + 1 > limit) {

@@ -3,7 +3,7 @@ import type { Device, Pool, PoolScope } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { toTerminalError } from './field-error';
 import { layoutPool } from './layout-pool';
-import type { SliceContent } from './layout-pool';
+import type { LayoutRules, SliceContent } from './layout-pool';
 import type {
   ObjectMeta,
   OwnerReference,
@@ -59,6 +59,8 @@ export interface PlanSyncInput {
    * `LayoutOptions.taintable`): set when slicekeeper may taint the key's devices.
    */
   readonly taintable?: boolean;
+  /** The server release's layout rules. @defaultValue `CURRENT_LAYOUT_RULES` (1.35+) */
+  readonly rules?: LayoutRules;
 }
 
 /** Why a slice is deleted. Informational: for logs and metrics. */
@@ -188,7 +190,10 @@ function planPool(
   existing: readonly StoredResourceSlice[],
   plan: MutablePlan,
 ): void {
-  const layout = layoutPool(pool, { taintable: input.taintable === true });
+  const layout = layoutPool(pool, {
+    taintable: input.taintable === true,
+    ...(input.rules === undefined ? {} : { rules: input.rules }),
+  });
   const sliceCount = layout.length;
   const nodeLocal = pool.scope.kind === 'node';
 

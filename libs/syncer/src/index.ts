@@ -10,6 +10,8 @@ export type { MaintenanceOptions } from './maintenance';
 export type { ClusterView, SliceApi, SliceTarget } from './slice-api';
 export { SyncWorker } from './sync-worker';
 export type { MaintenanceScheduleOptions, SyncWorkerOptions } from './sync-worker';
+export { ResourceApiFollower } from './resource-api-follower';
+export type { ResourceApiFollowerOptions } from './resource-api-follower';
 export { Reconciler } from './reconciler';
 export type { Reconciled, ReconcilerOptions, SyncContext } from './reconciler';
 export { SyncerMetrics } from './syncer-metrics';

@@ -26,6 +26,7 @@ import {
 import type {
   DroppedField,
   HealthTaintPolicy,
+  LayoutRules,
   ResourceSlice,
   StoredResourceSlice,
   SyncPlan,
@@ -71,6 +72,13 @@ export interface ReconcilerOptions {
   now?: () => Date;
   /** Re-plan this many times after a 409 before retrying with backoff. @defaultValue 3 */
   conflictRetries?: number;
+  /**
+   * The resource.k8s.io version the slices are written in, with the server's release
+   * (`describeResourceApi`); recorded in every successful sync's status.
+   */
+  publishedWith?: () => string;
+  /** The server release's slice layout rules. @defaultValue `CURRENT_LAYOUT_RULES` (1.35+) */
+  layoutRules?: () => LayoutRules;
   /** What a driver's unhealthy and unknown devices get. @defaultValue `() => 'NoSchedule'` */
   healthTaints?: (driver: string) => HealthTaintPolicy;
 }
@@ -226,6 +234,7 @@ export class Reconciler {
           pools,
           existing,
           taintable: true,
+          ...(this.options.layoutRules === undefined ? {} : { rules: this.options.layoutRules() }),
         });
         const plan = dropping
           ? { ...planned, updates: planned.updates.filter((u) => !onlyDropped(u, existing)) }
@@ -265,6 +274,9 @@ export class Reconciler {
               ? {}
               : { droppedFields: keptDropped }),
             ...(taints === undefined || pools.length === 0 ? {} : { taints }),
+            ...(this.options.publishedWith === undefined
+              ? {}
+              : { api: this.options.publishedWith() }),
           },
           !registered,
         );

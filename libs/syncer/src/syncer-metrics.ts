@@ -1,4 +1,4 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { syncOutcomes } from '@slicekeeper/contracts';
 import { TAINT_CONDITIONS } from '@slicekeeper/slices';
@@ -23,6 +23,8 @@ export class SyncerMetrics {
   readonly taintsAdded: Counter<'condition'>;
   /** Driver losses the API server could not be told of with a taint (DRADeviceTaints off). */
   readonly unreachableTaintFallbacks: Counter;
+  /** 1 for the resource.k8s.io version slices are written in, with the server's release. */
+  readonly resourceApi: Gauge<'group_version' | 'release'>;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -69,6 +71,12 @@ export class SyncerMetrics {
       registers: [registry],
     });
     for (const condition of Object.values(TAINT_CONDITIONS)) this.taintsAdded.inc({ condition }, 0);
+    this.resourceApi = new Gauge({
+      name: 'slicekeeper_resource_api_info',
+      help: 'The resource.k8s.io version ResourceSlices are written in, and the API server release (value 1).',
+      labelNames: ['group_version', 'release'],
+      registers: [registry],
+    });
     this.unreachableTaintFallbacks = new Counter({
       name: 'slicekeeper_unreachable_taint_fallbacks_total',
       help:
