@@ -1,5 +1,10 @@
 import { inParallel } from './in-parallel';
 
+/** A quantity as the API writes it, e.g. `{ value: '80Gi' }`. */
+interface QuantityValue {
+  value: string;
+}
+
 /** What the scenarios read of a ResourceSlice (resource.k8s.io/v1). */
 export interface ResourceSlice {
   metadata: {
@@ -16,8 +21,31 @@ export interface ResourceSlice {
     devices?: {
       name: string;
       attributes?: Record<string, { int?: number; string?: string; version?: string }>;
+      capacity?: Record<string, QuantityValue>;
+      consumesCounters?: { counterSet: string; counters: Record<string, QuantityValue> }[];
       taints?: { key: string; value?: string; effect: string; timeAdded?: string }[];
     }[];
+    sharedCounters?: { name: string; counters: Record<string, QuantityValue> }[];
+  };
+}
+
+/** The resource.k8s.io versions a ResourceSlice can be read in (which ones depends on the release). */
+export type ResourceSliceVersion = 'v1' | 'v1beta2' | 'v1beta1';
+
+/**
+ * A ResourceSlice read in `version`, in v1's shape: v1beta2 has v1's fields; v1beta1 keeps every
+ * field of a device but its name under `basic`. The harness's own reading, independent of the
+ * syncer's conversion.
+ */
+export function sliceAsV1(slice: ResourceSlice, version: ResourceSliceVersion): ResourceSlice {
+  if (version !== 'v1beta1' || slice.spec.devices === undefined) return slice;
+  const devices = slice.spec.devices as unknown as { name: string; basic?: object }[];
+  return {
+    ...slice,
+    spec: {
+      ...slice.spec,
+      devices: devices.map(({ basic, ...rest }) => ({ ...rest, ...basic })),
+    },
   };
 }
 
@@ -69,17 +97,23 @@ export function isSliceWrite(request: LoggedRequest): boolean {
 export class EmulatorClient {
   constructor(readonly url: string) {}
 
-  /** Every ResourceSlice, optionally of one node and driver (field selectors, as a client would). */
-  async slices(filter: { node?: string; driver?: string } = {}): Promise<ResourceSlice[]> {
+  /**
+   * Every ResourceSlice, optionally of one node and driver (field selectors, as a client would),
+   * read in `version` (@defaultValue `'v1'`; a 1.32 or 1.33 emulator serves no v1) and returned
+   * in v1's shape.
+   */
+  async slices(
+    filter: { node?: string; driver?: string; version?: ResourceSliceVersion } = {},
+  ): Promise<ResourceSlice[]> {
+    const version = filter.version ?? 'v1';
     const selectors = [
       ...(filter.node === undefined ? [] : [`spec.nodeName=${filter.node}`]),
       ...(filter.driver === undefined ? [] : [`spec.driver=${filter.driver}`]),
     ];
     const query = selectors.length === 0 ? '' : `?fieldSelector=${selectors.join(',')}`;
-    const body = (await this.json('GET', `/apis/resource.k8s.io/v1/resourceslices${query}`)) as {
-      items: ResourceSlice[];
-    };
-    return body.items;
+    const path = `/apis/resource.k8s.io/${version}/resourceslices${query}`;
+    const body = (await this.json('GET', path)) as { items: ResourceSlice[] };
+    return body.items.map((slice) => sliceAsV1(slice, version));
   }
 
   /** Creates the Nodes, `parallel` requests at a time (thousands take a few seconds at 32). */

@@ -1,7 +1,15 @@
 export { ExampleDriverProcess, InProcessDriver } from './drivers';
 export { EmulatorClient, isSliceWrite } from './emulator-client';
-export type { Fault, LoggedRequest, RequestCount, ResourceSlice } from './emulator-client';
+export type {
+  Fault,
+  LoggedRequest,
+  RequestCount,
+  ResourceSlice,
+  ResourceSliceVersion,
+} from './emulator-client';
 export { inParallel } from './in-parallel';
+export { Kubelet130Driver } from './kubelet-130-driver';
+export type { Kubelet130DriverOptions } from './kubelet-130-driver';
 export { deviceRevs, gpuInventory, publishes } from './inventories';
 export type { GpuInventoryOptions } from './inventories';
 export { System } from './system';

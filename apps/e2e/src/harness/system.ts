@@ -17,8 +17,8 @@ import {
 import type { LogEntry, StackTokens } from '@slicekeeper/local-stack';
 import { RedisServer, freePort, waitFor } from '@slicekeeper/testing';
 import { ExampleDriverProcess, InProcessDriver } from './drivers';
-import { EmulatorClient } from './emulator-client';
-import type { ResourceSlice } from './emulator-client';
+import { EmulatorClient, sliceAsV1 } from './emulator-client';
+import type { ResourceSlice, ResourceSliceVersion } from './emulator-client';
 
 const run = promisify(execFile);
 
@@ -83,7 +83,8 @@ export class System {
     readonly stateDir: string,
     readonly kubeconfig: string,
     emulatorUrl: string,
-    private readonly emulatorProcess: SupervisedProcess,
+    private emulatorProcess: SupervisedProcess,
+    private readonly emulatorEnv: Record<string, string>,
     tokens: StackTokens,
     apiUrl: string,
     private readonly logDir: string,
@@ -103,13 +104,22 @@ export class System {
     const redis = await RedisServer.start({ appendOnly: options.redisAppendOnly ?? false });
     const kubeconfig = join(stateDir, 'kubeconfig');
     const logs = new Map<string, WriteStream>();
-    const emulatorProcess = spawnLogged(logDir, logs, 'kube-emulator', 'kube-emulator', {
+    const emulatorEnv = {
       HOST: '127.0.0.1',
       PORT: '0',
       KUBECONFIG_OUT: kubeconfig,
+      // What a restart (`restartEmulator`) starts from, as kube-apiserver from etcd.
+      DATA_FILE: join(stateDir, 'kube-emulator-data.json'),
       LOG_LEVEL: 'info',
       ...options.emulatorEnv,
-    });
+    };
+    const emulatorProcess = spawnLogged(
+      logDir,
+      logs,
+      'kube-emulator',
+      'kube-emulator',
+      emulatorEnv,
+    );
     let system: System | undefined;
     try {
       const listening = await emulatorProcess.waitForLog((e) => e.msg === 'listening', 'listening');
@@ -126,6 +136,7 @@ export class System {
         kubeconfig,
         emulatorUrl,
         emulatorProcess,
+        { ...emulatorEnv, PORT: new URL(emulatorUrl).port },
         tokens,
         `http://127.0.0.1:${apiPort}`,
         logDir,
@@ -173,6 +184,36 @@ export class System {
   /** Kills a service as a crash would (SIGKILL). */
   async killService(name: ServiceName): Promise<void> {
     await this.services.get(name)?.kill();
+  }
+
+  /**
+   * Restarts the kube emulator as an upgrade of kube-apiserver would: SIGTERM (it writes its data
+   * file), then the emulator again on the same port and data with `env` on top of its first
+   * settings (e.g. `{ KUBE_RELEASE: '1.36' }`); resolves once it listens. The services keep their
+   * kubeconfig; the emulator's request log starts empty.
+   */
+  async restartEmulator(env: Record<string, string>): Promise<void> {
+    const code = await this.emulatorProcess.stop(10_000);
+    if (code !== 0) throw new Error(`kube-emulator stopped with ${code}, not cleanly`);
+    this.emulatorProcess = spawnLogged(this.logDir, this.logs, 'kube-emulator', 'kube-emulator', {
+      ...this.emulatorEnv,
+      ...env,
+    });
+    const listening = await this.emulatorProcess.waitForLog(
+      (e) => e.msg === 'listening',
+      'listening',
+      30_000,
+    );
+    if (String(listening.url) !== this.emulator.url) {
+      throw new Error(
+        `kube-emulator came back at ${String(listening.url)}, not ${this.emulator.url}`,
+      );
+    }
+  }
+
+  /** The process id of a running service (a restart gives it another). */
+  servicePid(name: ServiceName): number | undefined {
+    return this.services.get(name)?.pid;
   }
 
   /** Starts an example-driver process registered for `node` and waits until it registered. */
@@ -274,12 +315,17 @@ export class System {
     return stdout;
   }
 
-  /** The ResourceSlices as kubectl reads them (`kubectl get resourceslices -o json`). */
-  async kubectlSlices(): Promise<ResourceSlice[]> {
-    const list = JSON.parse(await this.kubectl('get', 'resourceslices', '-o', 'json')) as {
+  /**
+   * The ResourceSlices as kubectl reads them (`kubectl get resourceslices -o json`), or in one
+   * `version` (`kubectl get resourceslices.<version>.resource.k8s.io`), then in v1's shape.
+   */
+  async kubectlSlices(version?: ResourceSliceVersion): Promise<ResourceSlice[]> {
+    const resource =
+      version === undefined ? 'resourceslices' : `resourceslices.${version}.resource.k8s.io`;
+    const list = JSON.parse(await this.kubectl('get', resource, '-o', 'json')) as {
       items: ResourceSlice[];
     };
-    return list.items;
+    return version === undefined ? list.items : list.items.map((s) => sliceAsV1(s, version));
   }
 
   /** Waits until `check` holds, polling; fails naming `what`. */
