@@ -104,7 +104,10 @@ export function measurePriorities(options: PrioritiesOptions): Promise<Prioritie
     async (system) => {
       await system.stopService('plugin-watcher');
       const metrics = await system.syncerMetricsUrls();
-      const redis = createRedisConnection({ url: system.redis.url, connectionName: 'bench' });
+      const redis = createRedisConnection({
+        target: { kind: 'server', url: system.redis.url },
+        connectionName: 'bench',
+      });
       const producer = new Producer(redis);
       let watch: SliceWatch | undefined;
       try {

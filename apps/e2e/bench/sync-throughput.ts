@@ -143,7 +143,10 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
       const metrics = await system.syncerMetricsUrls();
       progress(`sync ×${options.replicas}: creating ${nodes.length} nodes…`);
       await system.emulator.createNodes(nodes, 32);
-      const redis = createRedisConnection({ url: system.redis.url, connectionName: 'bench' });
+      const redis = createRedisConnection({
+        target: { kind: 'server', url: system.redis.url },
+        connectionName: 'bench',
+      });
       const producer = new Producer(redis);
       try {
         const memoryBefore = await redisUsedMemory(redis);

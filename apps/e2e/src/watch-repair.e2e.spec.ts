@@ -124,7 +124,7 @@ describe('watch-driven repair', () => {
       droppedFields: ['spec.devices[*].taints (DRADeviceTaints)'],
     });
     await system.emulator.clearLog();
-    const redis = createRedisConnection({ url: system.redis.url });
+    const redis = createRedisConnection({ target: { kind: 'server', url: system.redis.url } });
     const queue = new SyncQueue({ connection: redis, prefix: 'sk' });
     try {
       for (let i = 0; i < 3; i++) {

@@ -37,7 +37,7 @@ export const exampleDriverConfigSchema = z.object({
   REGISTRATION_API_URL: envUrl(
     ['http:', 'https:'],
     'Registration API to register with at start and deregister from on SIGTERM; unset: no registration.',
-  ).optional(),
+  ),
   REGISTRATION_TIMEOUT: envDurationMs(
     '30s',
     'How long to keep trying to register while the registration API is not reachable yet.',

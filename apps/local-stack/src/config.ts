@@ -15,7 +15,7 @@ export const localStackConfigSchema = z.object({
   REDIS_URL: envUrl(
     ['redis:', 'rediss:'],
     'An existing Redis to use. Unset: a private redis-server on a free loopback port that keeps nothing on disk.',
-  ).optional(),
+  ),
   REDIS_PREFIX: envRedisPrefix('Prefix of every Redis key the services use.'),
   KUBECONFIG: z
     .string()

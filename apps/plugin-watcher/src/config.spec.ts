@@ -5,7 +5,6 @@ describe('plugin-watcher config', () => {
     expect(loadConfig({ NODE_NAME: 'node-a' })).toMatchObject({
       WATCHER_MODE: 'node',
       NODE_NAME: 'node-a',
-      REDIS_URL: 'redis://127.0.0.1:6379',
       WIPE_DELAY: 30_000,
       RECONNECT_INITIAL_DELAY: 5_000,
       RECONNECT_MAX_DELAY: 180_000,

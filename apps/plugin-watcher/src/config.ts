@@ -5,6 +5,7 @@ import {
   envLogLevel,
   envPort,
   parseConfig,
+  checkRedisEnv,
   redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
@@ -52,6 +53,7 @@ export const pluginWatcherConfigSchema = z
     ),
     LOG_LEVEL: envLogLevel(),
   })
+  .superRefine(checkRedisEnv)
   .superRefine((config, ctx) => {
     if (config.WATCHER_MODE === 'node' && (config.NODE_NAME ?? '') === '') {
       ctx.addIssue({ code: 'custom', path: ['NODE_NAME'], message: 'required in node mode' });

@@ -1,4 +1,5 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { SyncQueue } from '@slicekeeper/queue';
 import type { RedisFactory } from '@slicekeeper/runtime';
 
@@ -27,7 +28,7 @@ export function failFastRedisOptions(commandTimeoutMs = 1000): RedisOptions {
 
 /** The API's one Redis connection and the sync queue on it. */
 export interface ApiConnection {
-  readonly connection: Redis;
+  readonly connection: RedisClient;
   readonly syncQueue: SyncQueue;
 }
 

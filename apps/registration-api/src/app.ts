@@ -4,7 +4,7 @@ import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Registry } from 'prom-client';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import type { Logger } from '@slicekeeper/observability';
@@ -27,7 +27,7 @@ export interface AppOptions {
   endpointPolicy: EndpointPolicy;
   tokens: TokenAuthority;
   /** For the shared rate-limit counters and the readiness check. */
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix (rate-limit counters go under it). */
   redisPrefix: string;
   registry: Registry;

@@ -34,7 +34,8 @@ describe('removing a plugin with only the syncer running', () => {
   let syncer: SyncWorker;
   let transport: KubeTransport;
   let cluster: ClusterCache;
-  const workerConnection = () => createRedisConnection({ url: server.url });
+  const workerConnection = () =>
+    createRedisConnection({ target: { kind: 'server', url: server.url } });
   let worker: ReturnType<typeof workerConnection>;
 
   beforeAll(async () => {

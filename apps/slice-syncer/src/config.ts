@@ -6,6 +6,7 @@ import {
   envLogLevel,
   envPort,
   parseConfig,
+  checkRedisEnv,
   redisEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
@@ -109,6 +110,7 @@ export const sliceSyncerConfigSchema = z
     ),
     LOG_LEVEL: envLogLevel(),
   })
+  .superRefine(checkRedisEnv)
   .superRefine((config, ctx) => {
     if (config.KUBECONFIG === undefined && config.KUBERNETES_SERVICE_HOST === undefined) {
       ctx.addIssue({

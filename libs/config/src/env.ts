@@ -69,7 +69,7 @@ export function envBoolean(defaultValue: boolean, description: string) {
     .describe(description);
 }
 
-/** A URL with one of the given protocols, e.g. `redis:`. */
+/** A URL with one of the given protocols, e.g. `redis:`; optional unless it has a default. */
 export function envUrl(protocols: readonly string[], description: string, defaultValue?: string) {
   const schema = z.string().refine(
     (value) => {
@@ -81,7 +81,9 @@ export function envUrl(protocols: readonly string[], description: string, defaul
     },
     { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
   );
-  return (defaultValue === undefined ? schema : schema.default(defaultValue)).describe(description);
+  return (defaultValue === undefined ? schema.optional() : schema.default(defaultValue)).describe(
+    description,
+  );
 }
 
 /** A comma-separated list, items trimmed, blanks dropped. */

@@ -13,4 +13,12 @@ export {
   parseDurationMs,
 } from './env';
 export { endpointPolicyEnv } from './endpoint-policy-env';
-export { envRedisPrefix, redisEnv } from './redis-env';
+export {
+  DEFAULT_REDIS_URL,
+  checkRedisEnv,
+  describeRedisTarget,
+  envRedisPrefix,
+  redisEnv,
+  redisTarget,
+} from './redis-env';
+export type { HostPort, RedisEnv, RedisTarget } from './redis-env';

@@ -54,13 +54,18 @@ describe('parseConfig', () => {
     const { problems } = thrown as ConfigError;
     expect(problems).toEqual([
       'PORT: must be 0..65535 (got "70000")',
-      'REDIS_URL: required',
       'WIPE_DELAY: must be a duration such as 500ms, 30s, 10m or 1h (got "soon")',
       'CONCURRENCY: must be at least 1 (got "0")',
       'DEBUG_ENDPOINTS: must be true or false (got "maybe")',
       'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
     ]);
     expect((thrown as ConfigError).message).toContain('invalid configuration:\n  PORT:');
+  });
+
+  it('names a required variable that is missing', () => {
+    expect(() => parseConfig(z.object({ TOKEN_FILE: z.string() }), {})).toThrow(
+      'TOKEN_FILE: required',
+    );
   });
 
   it('rejects a URL of the wrong protocol', () => {

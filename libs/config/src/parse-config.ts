@@ -38,7 +38,27 @@ export function parseConfig<Schema extends z.ZodObject>(
       const value = input[name];
       const rule =
         value === undefined && issue.code === 'invalid_type' ? 'required' : issue.message;
-      return value === undefined ? `${name}: ${rule}` : `${name}: ${rule} (got "${value}")`;
+      return value === undefined
+        ? `${name}: ${rule}`
+        : `${name}: ${rule} (got ${shown(name, value)})`;
     }),
   );
+}
+
+/** Variables whose values are never echoed in an error. */
+const SECRET_NAME = /PASSWORD|SECRET/;
+
+/** A bad value as an error shows it: quoted, with secrets (and a URL's password) masked. */
+function shown(name: string, value: string): string {
+  if (SECRET_NAME.test(name)) return 'a value, not shown';
+  try {
+    const url = new URL(value);
+    if (url.password !== '') {
+      url.password = '***';
+      return `"${url.toString()}"`;
+    }
+  } catch {
+    // Not a URL: nothing in it to mask.
+  }
+  return `"${value}"`;
 }

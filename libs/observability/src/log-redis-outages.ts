@@ -12,6 +12,8 @@ export interface RedisOutageLogOptions {
   sources: readonly EventEmitter[];
   /** Fields of both lines, e.g. `{ connection: 'registration-api' }`. */
   fields?: Record<string, unknown>;
+  /** Told when an outage starts (`false`) and ends (`true`), with the lines: for metrics. */
+  onChange?: (up: boolean) => void;
 }
 
 /** The outage log of one Redis connection (see {@link logRedisOutages}). */
@@ -40,11 +42,13 @@ export function logRedisOutages(options: RedisOutageLogOptions): RedisOutageLog 
     if (down) return;
     down = true;
     logger.error({ ...fields, err: errorMessage(error) }, 'redis unavailable');
+    options.onChange?.(false);
   };
   const onReady = (): void => {
     if (!down) return;
     down = false;
     logger.info(fields, 'redis reconnected');
+    options.onChange?.(true);
   };
   const log: RedisOutageLog = {
     add: (...added) => {

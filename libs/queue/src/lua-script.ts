@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ChainableCommander, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from './redis-connection';
 
 /** One command's outcome in a pipeline, as ioredis reports it. */
 export type PipelineReply = [error: Error | null, result: unknown];
@@ -22,7 +24,7 @@ export class LuaScript {
   }
 
   async run(
-    redis: Redis,
+    redis: RedisClient,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
@@ -47,9 +49,13 @@ export class LuaScript {
     pipeline.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
   }
 
-  /** Makes Redis know the script (SCRIPT LOAD). */
-  async load(redis: Redis): Promise<void> {
-    await redis.script('LOAD', this.source);
+  /**
+   * Makes Redis know the script (SCRIPT LOAD): on a Cluster every master, since SCRIPT LOAD has
+   * no key to route it by and the script runs wherever its keys' slot lives.
+   */
+  async load(redis: RedisClient): Promise<void> {
+    const servers = redis instanceof Cluster ? redis.nodes('master') : [redis];
+    await Promise.all(servers.map((server) => server.script('LOAD', this.source)));
   }
 }
 
@@ -60,7 +66,7 @@ export class LuaScript {
  * scripts are loaded and the whole batch is sent again: its commands must be safe to repeat.
  */
 export async function execPipeline(
-  redis: Redis,
+  redis: RedisClient,
   build: (pipeline: ChainableCommander) => void,
 ): Promise<PipelineReply[]> {
   const scripts = new Set<LuaScript>();

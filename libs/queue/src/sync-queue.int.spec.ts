@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection';
 import { SYNC_QUEUE_NAME, queuePrefix, syncPriority } from '@slicekeeper/contracts';
 import type { SyncJob, SyncReason } from '@slicekeeper/contracts';
 import { uniquePrefix, useRedisServer, waitFor } from '@slicekeeper/testing';
@@ -36,7 +36,7 @@ describe('SyncQueue', () => {
     readonly queue: SyncQueue;
     readonly taken: Taken[] = [];
     private readonly prefix: string;
-    private readonly connections: Redis[] = [];
+    private readonly connections: RedisClient[] = [];
     private readonly producers: SyncQueue[] = [];
     private readonly workers: Worker<SyncJob>[] = [];
 
@@ -106,8 +106,8 @@ describe('SyncQueue', () => {
       for (const connection of this.connections) connection.disconnect();
     }
 
-    private connect(): Redis {
-      const connection = createRedisConnection({ url: db.server.url });
+    private connect(): RedisClient {
+      const connection = createRedisConnection({ target: { kind: 'server', url: db.server.url } });
       this.connections.push(connection);
       return connection;
     }

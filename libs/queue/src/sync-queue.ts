@@ -1,6 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import type { JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection';
 import {
   SYNC_JOB_NAME,
   bringsNews,
@@ -14,7 +14,7 @@ import type { SliceKey, SyncJob, SyncReason } from '@slicekeeper/contracts';
 import { raiseAbsorbedPriority } from './raise-absorbed-priority';
 
 export interface SyncQueueOptions {
-  connection: Redis;
+  connection: RedisClient;
   /** slicekeeper's Redis prefix; BullMQ's keys go under its hash-tagged form. @defaultValue `'sk'` */
   prefix?: string;
 }

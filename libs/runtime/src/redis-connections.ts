@@ -1,22 +1,28 @@
 import type { EventEmitter } from 'node:events';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import { Counter, Gauge } from 'prom-client';
+import type { Registry } from 'prom-client';
+import type { RedisClient } from '@slicekeeper/queue';
 import { logRedisOutages } from '@slicekeeper/observability';
 import type { Logger, RedisOutageLog } from '@slicekeeper/observability';
-import { createRedisConnection } from '@slicekeeper/queue';
+import type { RedisTarget } from '@slicekeeper/config';
+import { createRedisConnection, redisHealth } from '@slicekeeper/queue';
 
 export interface RedisConnectionsOptions {
-  /** `redis://[:password@]host:port[/db]` or `rediss://…`, of every connection. */
-  url: string;
+  /** Where Redis is, for every connection: one server, through Sentinel, or a Cluster. */
+  target: RedisTarget;
   /** Where each connection's outages are logged. */
   logger: Pick<Logger, 'error' | 'info'>;
+  /** Where each connection's outages are counted, if anywhere. */
+  registry?: Registry;
 }
 
 /** Opens Redis connections whose outages are logged, for code that does not close them. */
 export interface RedisFactory {
   /** See {@link RedisConnections.open}. */
-  open(connectionName: string, redisOptions?: RedisOptions): Redis;
+  open(connectionName: string, redisOptions?: RedisOptions): RedisClient;
   /** See {@link RedisConnections.addErrorSources}. */
-  addErrorSources(connection: Redis, ...sources: readonly EventEmitter[]): void;
+  addErrorSources(connection: RedisClient, ...sources: readonly EventEmitter[]): void;
 }
 
 /**
@@ -24,10 +30,13 @@ export interface RedisFactory {
  * (`logRedisOutages`, with the connection's name as `connection`), and all closed together.
  */
 export class RedisConnections implements RedisFactory {
-  private readonly outageLogs = new Map<Redis, RedisOutageLog>();
+  private readonly outageLogs = new Map<RedisClient, RedisOutageLog>();
   private closing: Promise<void> | undefined;
+  private readonly metrics: RedisMetrics | undefined;
 
-  constructor(private readonly options: RedisConnectionsOptions) {}
+  constructor(private readonly options: RedisConnectionsOptions) {
+    this.metrics = options.registry === undefined ? undefined : redisMetrics(options.registry);
+  }
 
   /**
    * Opens a connection, named `connectionName` in `CLIENT LIST` and in its outage lines.
@@ -35,10 +44,11 @@ export class RedisConnections implements RedisFactory {
    * `redisOptions` say otherwise — e.g. to fail fast while Redis is down, as a connection serving
    * HTTP requests should.
    */
-  open(connectionName: string, redisOptions?: RedisOptions): Redis {
+  open(connectionName: string, redisOptions?: RedisOptions): RedisClient {
     if (this.closing !== undefined) throw new Error(`redis ${connectionName}: already closed`);
+    this.metrics?.up.set({ connection: connectionName }, 1);
     const connection = createRedisConnection({
-      url: this.options.url,
+      target: this.options.target,
       connectionName,
       ...(redisOptions === undefined ? {} : { redisOptions }),
     });
@@ -46,8 +56,12 @@ export class RedisConnections implements RedisFactory {
       connection,
       logRedisOutages({
         logger: this.options.logger,
-        sources: [connection],
+        sources: [redisHealth(connection)],
         fields: { connection: connectionName },
+        onChange: (up) => {
+          this.metrics?.up.set({ connection: connectionName }, up ? 1 : 0);
+          if (!up) this.metrics?.outages.inc({ connection: connectionName });
+        },
       }),
     );
     return connection;
@@ -58,7 +72,7 @@ export class RedisConnections implements RedisFactory {
    * — as part of the connection for its outage log: they neither log an outage twice nor print
    * raw errors on stderr (what BullMQ does when nothing listens).
    */
-  addErrorSources(connection: Redis, ...sources: readonly EventEmitter[]): void {
+  addErrorSources(connection: RedisClient, ...sources: readonly EventEmitter[]): void {
     const log = this.outageLogs.get(connection);
     if (log === undefined) throw new Error('not a connection of these RedisConnections');
     log.add(...sources);
@@ -83,7 +97,7 @@ export class RedisConnections implements RedisFactory {
   }
 }
 
-async function quit(connection: Redis): Promise<void> {
+async function quit(connection: RedisClient): Promise<void> {
   if (connection.status !== 'ready') {
     connection.disconnect();
     return;
@@ -99,4 +113,26 @@ async function quit(connection: Redis): Promise<void> {
     return;
   }
   await ended;
+}
+
+interface RedisMetrics {
+  up: Gauge<'connection'>;
+  outages: Counter<'connection'>;
+}
+
+function redisMetrics(registry: Registry): RedisMetrics {
+  return {
+    up: new Gauge({
+      name: 'slicekeeper_redis_up',
+      help: 'Whether the Redis connection serves: 0 from its first error until it is ready again (through Sentinel or on a Cluster, until the failover is over).',
+      labelNames: ['connection'],
+      registers: [registry],
+    }),
+    outages: new Counter({
+      name: 'slicekeeper_redis_outages_total',
+      help: 'Redis outages of the connection: each time it stopped serving.',
+      labelNames: ['connection'],
+      registers: [registry],
+    }),
+  };
 }

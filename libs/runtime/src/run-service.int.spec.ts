@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { SyncQueue } from '@slicekeeper/queue';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 import { runService } from './run-service';
@@ -28,7 +29,12 @@ describe('runService with Redis', () => {
     const logs: Record<string, unknown>[] = [];
     const running = await runService<ServiceConfig>({
       service: 'test-service',
-      loadConfig: () => ({ LOG_LEVEL: 'info', REDIS_URL: server.url, SHUTDOWN_TIMEOUT: 5000 }),
+      loadConfig: () => ({
+        LOG_LEVEL: 'info',
+        REDIS_URL: server.url,
+        REDIS_TLS: false,
+        SHUTDOWN_TIMEOUT: 5000,
+      }),
       build,
       exit: (code) => exits.push(code),
       stderr: { write: (text: string) => stderr.push(text) },
@@ -55,7 +61,7 @@ describe('runService with Redis', () => {
       capture(chunk);
       return true;
     });
-    let redis: Redis | undefined;
+    let redis: RedisClient | undefined;
     let connectionErrors = 0;
     const { running, exits, logs } = await start((service) => {
       redis = service.redis.open('test-worker');
@@ -99,7 +105,7 @@ describe('runService with Redis', () => {
   it('closes the Redis connections last, after the parts that drain through them', async () => {
     const key = `${uniquePrefix('drain')}:state`;
     const statuses: string[] = [];
-    let connections: Redis[] = [];
+    let connections: RedisClient[] = [];
     const { running, exits } = await start((service) => {
       const worker = service.redis.open('test-worker');
       const requests = service.redis.open('test-requests', {
@@ -142,7 +148,7 @@ describe('runService with Redis', () => {
   });
 
   it('shuts down at once while Redis is down: there is nothing to flush', async () => {
-    let redis: Redis | undefined;
+    let redis: RedisClient | undefined;
     let connectionErrors = 0;
     const { running, exits, logs } = await start((service) => {
       redis = service.redis.open('test-worker', {

@@ -7,6 +7,7 @@ const config: ServiceConfig = {
   LOG_LEVEL: 'info',
   // Nothing listens here; these tests open no connection.
   REDIS_URL: 'redis://127.0.0.1:1',
+  REDIS_TLS: false,
   SHUTDOWN_TIMEOUT: 5000,
 };
 

@@ -1,5 +1,7 @@
 import type { DestinationStream } from 'pino';
 import type { Registry } from 'prom-client';
+import { redisTarget } from '@slicekeeper/config';
+import type { RedisEnv } from '@slicekeeper/config';
 import { errorMessage } from '@slicekeeper/errors';
 import {
   ProbeServer,
@@ -12,10 +14,8 @@ import { RedisConnections } from './redis-connections';
 import type { RedisFactory } from './redis-connections';
 
 /** The settings every service has, under the names its config schema gives them. */
-export interface ServiceConfig {
+export interface ServiceConfig extends RedisEnv {
   readonly LOG_LEVEL: LevelWithSilent;
-  /** The Redis of every connection the skeleton opens. */
-  readonly REDIS_URL: string;
   /** Bound on a graceful shutdown, ms; past it the process exits with code 1. */
   readonly SHUTDOWN_TIMEOUT: number;
 }
@@ -113,7 +113,7 @@ export async function runService<Config extends ServiceConfig>(
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
     });
     const registry = createMetricsRegistry(service);
-    const redis = new RedisConnections({ url: config.REDIS_URL, logger });
+    const redis = new RedisConnections({ target: redisTarget(config), logger, registry });
     connections = redis;
     const parts = await options.build({ config, logger, registry, redis });
     const probeServer =

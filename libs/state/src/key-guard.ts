@@ -1,4 +1,5 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { LuaScript, execPipeline, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 
@@ -38,7 +39,7 @@ return 0
  */
 export class KeyGuard {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** Bound on how long a crashed holder blocks the key, ms. */
     private readonly ttlMs: number,
   ) {}
@@ -68,7 +69,7 @@ export class HeldGuard {
   private released = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly guardKey: string,
     private readonly holder: string,
   ) {}

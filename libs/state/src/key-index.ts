@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, streamStateSchema } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { decodeOrUndefined } from './codec';
@@ -6,7 +6,7 @@ import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
 export interface KeyIndexOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
 }
@@ -31,7 +31,7 @@ export interface KeyStanding {
  * registration, scored by when the janitor first saw them).
  */
 export class KeyIndex {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
   constructor(options: KeyIndexOptions) {

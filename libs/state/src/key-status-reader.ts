@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { z } from 'zod';
 import {
   inventorySnapshotSchema,
@@ -42,7 +42,7 @@ export interface KeyStatus {
 }
 
 export interface KeyStatusReaderOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
 }
@@ -53,7 +53,7 @@ export interface KeyStatusReaderOptions {
  * checked with the contracts' schemas: a corrupt one is a `CorruptRecordError`, never shown half-read.
  */
 export class KeyStatusReader {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
   constructor(options: KeyStatusReaderOptions) {

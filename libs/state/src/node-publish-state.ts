@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, parseKeyId, streamStateSchema, syncStatusSchema } from '@slicekeeper/contracts';
 import type { SliceKey, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -31,7 +31,7 @@ export type KeyPublishState =
     };
 
 export interface NodePublishStateOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
 }
@@ -52,7 +52,7 @@ const COUNTER = /^\d+$/;
  * count; a Redis failure rejects.
  */
 export class NodePublishState {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
   constructor(options: NodePublishStateOptions) {

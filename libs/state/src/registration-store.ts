@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import {
   keyId,
   parseKeyId,
@@ -14,7 +14,7 @@ import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
 export interface RegistrationStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** Injected for tests. @defaultValue `() => new Date()` */
@@ -164,7 +164,7 @@ return 1`,
  * loading misses nothing.
  */
 export class RegistrationStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly now: () => Date;
   private readonly eventHistory: number;

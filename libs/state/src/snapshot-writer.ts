@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 import type { DriverInventory, Registration, SliceKey, StreamState } from '@slicekeeper/contracts';
@@ -6,7 +6,7 @@ import { LuaScript } from '@slicekeeper/queue';
 import { canonicalJson } from './canonical-json';
 
 export interface SnapshotWriterOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /**
@@ -118,7 +118,7 @@ return written`,
  * snapshot generation atomically with its contents.
  */
 export class SnapshotWriter {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly owner: string;
   private readonly leaseMs: number;

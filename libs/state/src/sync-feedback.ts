@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { redisHealth } from '@slicekeeper/queue';
+import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
 import type { SliceKey, SyncStatus } from '@slicekeeper/contracts';
 import { decodeOrUndefined } from './codec';
@@ -7,9 +8,9 @@ import type { RedisKeys } from './redis-keys';
 
 export interface SyncFeedbackOptions {
   /** Commands (reads of a key's status). */
-  redis: Redis;
+  redis: RedisClient;
   /** A connection of its own: it is in subscriber mode while anything is followed. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** Called with every status announced for a followed key (and on {@link SyncFeedback.catchUp}). */
@@ -33,7 +34,7 @@ export class SyncFeedback {
     this.keys = redisKeys(options.prefix);
     this.connectedBefore = options.subscriber.status === 'ready';
     options.subscriber.on('message', this.onMessage);
-    options.subscriber.on('ready', this.onReady);
+    redisHealth(options.subscriber).on('ready', this.onReady);
   }
 
   /** Starts passing on `key`'s statuses. */
@@ -58,13 +59,14 @@ export class SyncFeedback {
   async catchUp(): Promise<void> {
     const keys = [...this.followed.values()];
     if (keys.length === 0) return;
-    const pipeline = this.options.redis.pipeline();
-    for (const key of keys) pipeline.get(this.keys.syncStatus(key));
-    const replies = (await pipeline.exec()) ?? [];
+    // One GET per key, not a pipeline: the keys live in as many hash slots (Redis Cluster).
+    const replies = await Promise.allSettled(
+      keys.map((key) => this.options.redis.get(this.keys.syncStatus(key))),
+    );
     keys.forEach((key, i) => {
-      const [error, raw] = replies[i] ?? [null, null];
-      if (error !== null || typeof raw !== 'string') return;
-      const status = decodeOrUndefined(syncStatusSchema, raw);
+      const reply = replies[i];
+      if (reply?.status !== 'fulfilled' || reply.value === null) return;
+      const status = decodeOrUndefined(syncStatusSchema, reply.value);
       if (status !== undefined) this.options.onStatus(key, status);
     });
   }
@@ -72,7 +74,7 @@ export class SyncFeedback {
   /** Stops listening; the subscriber connection is the caller's to close. */
   close(): void {
     this.options.subscriber.off('message', this.onMessage);
-    this.options.subscriber.off('ready', this.onReady);
+    redisHealth(this.options.subscriber).off('ready', this.onReady);
     this.followed.clear();
   }
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import {
   inventorySnapshotSchema,
   keyId,
@@ -23,7 +23,7 @@ import type { WriteRateLimiter } from './write-rate-limiter';
 import type { RedisKeys } from './redis-keys';
 
 export interface SyncRecordsOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** How long a crashed sync can hold its key's guard, ms. @defaultValue 60000 */
@@ -36,17 +36,22 @@ export interface SyncRecordsOptions {
  * What the slice-syncer keeps per key: it reads the key's snapshot, registrations, removal and
  * status, and records the outcome of each sync (status, the known-keys and orphan indexes). One
  * sync is one {@link SyncTurn}: two round trips, one that takes the key's guard with the reads
- * and one that records the outcome with the guard's release. Both are pipelines, not
- * transactions: the indexes live in other hash slots than the key's records. The key's stream state (written
- * by the watcher) tells a sync whether the driver is unreachable. What is published
- * is not kept here: the syncer's informer cache of the cluster is the one view of it.
+ * and one that records the outcome with the guard's release. Each is a pipeline within the
+ * key's hash slot; what lives in other slots (the write budget, the known-keys and orphan
+ * indexes) is sent beside it at the same time, never in it, so that a Redis Cluster can take
+ * every pipeline to one node. The key's stream state (written by the watcher) tells a sync
+ * whether the driver is unreachable. What is published is not kept here: the syncer's
+ * informer cache of the cluster is the one view of it.
  */
 export class SyncRecords {
   private readonly keys: RedisKeys;
   private readonly guard: KeyGuard;
   private readonly writeLimiter: WriteRateLimiter | undefined;
 
+  private readonly redis: RedisClient;
+
   constructor(options: SyncRecordsOptions) {
+    this.redis = options.redis;
     this.writeLimiter = options.writeLimiter;
     this.keys = redisKeys(options.prefix);
     this.guard = new KeyGuard(options.redis, options.guardTtlMs ?? 60_000);
@@ -63,7 +68,9 @@ export class SyncRecords {
     holder: string,
     { prepayWrite = false }: { prepayWrite?: boolean } = {},
   ): Promise<SyncTurn | undefined> {
-    const limiter = prepayWrite ? this.writeLimiter : undefined;
+    // Asked for beside the reads, not in their pipeline: the budget lives in a slot of its own.
+    const prepaid = prepayWrite ? this.writeLimiter?.acquire() : undefined;
+    prepaid?.catch(() => undefined);
     const taken = await this.guard.acquireWith(this.keys.syncGuard(key), holder, (pipeline) => {
       pipeline
         .get(this.keys.snapshot(key))
@@ -71,18 +78,11 @@ export class SyncRecords {
         .get(this.keys.syncStatus(key))
         .get(this.keys.removal(key))
         .get(this.keys.streamState(key));
-      limiter?.queueAcquire(pipeline);
     });
     if (taken === undefined) return undefined;
-    const [reads, token] = [taken.replies.slice(0, READS), taken.replies[READS]];
-    const prepaid = token === undefined ? undefined : limiter?.settle(token);
-    prepaid?.catch(() => undefined);
-    return new SyncTurn(this.keys, key, taken.guard, reads, prepaid);
+    return new SyncTurn(this.redis, this.keys, key, taken.guard, taken.replies, prepaid);
   }
 }
-
-/** How many replies {@link SyncRecords.begin} reads before the write token's. */
-const READS = 5;
 
 /* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
 const FORGET_SNAPSHOT = new LuaScript(
@@ -101,6 +101,7 @@ export class SyncTurn {
   private decodedStatus: { status: SyncStatus | undefined } | undefined;
 
   constructor(
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly key: SliceKey,
     private readonly guard: HeldGuard,
@@ -153,31 +154,37 @@ export class SyncTurn {
   }
 
   /**
-   * Records the outcome and releases the guard, in one round trip: the key's status and the
-   * indexes the outcome changes. A withdrawal with `forgetSnapshot` also deletes the snapshot,
-   * unless the key registered again meanwhile: a registration then publishes from a fresh
-   * stream, never from the one that was removed. With `announce`, the status is also published
-   * on the key's feedback channel, for the watcher to tell the driver.
+   * Records the outcome and releases the guard, in one round trip: the key's status, and beside
+   * it the indexes the outcome changes. A withdrawal with `forgetSnapshot` also deletes the
+   * snapshot, unless the key registered again meanwhile: a registration then publishes from a
+   * fresh stream, never from the one that was removed. With `announce`, the status is also
+   * published on the key's feedback channel, for the watcher to tell the driver.
    */
   async finish(
     status: SyncStatus,
     options: { forgetSnapshot?: boolean; announce?: boolean } = {},
   ): Promise<void> {
     const id = this.id;
-    const finishedAt = Date.parse(status.finishedAt);
-    await this.guard.releaseWith((pipeline) => {
+    const indexes: Promise<unknown>[] = [];
+    if (status.outcome === 'synced') {
+      indexes.push(this.redis.zadd(this.keys.knownKeys, Date.parse(status.finishedAt), id));
+    }
+    if (status.outcome === 'withdrawn') {
+      indexes.push(
+        this.redis.zrem(this.keys.knownKeys, id),
+        this.redis.zrem(this.keys.orphans, id),
+      );
+    }
+    const record = this.guard.releaseWith((pipeline) => {
       const json = JSON.stringify(status);
       pipeline.set(this.keys.syncStatus(this.key), json);
       if (options.announce === true) pipeline.publish(this.keys.feedbackChannel(this.key), json);
-      if (status.outcome === 'synced') pipeline.zadd(this.keys.knownKeys, finishedAt, id);
-      if (status.outcome === 'withdrawn') {
-        pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id);
-        if (options.forgetSnapshot === true) {
-          const keys = [this.keys.registrations(this.key), this.keys.snapshot(this.key)];
-          FORGET_SNAPSHOT.queue(pipeline, keys, []);
-        }
+      if (status.outcome === 'withdrawn' && options.forgetSnapshot === true) {
+        const keys = [this.keys.registrations(this.key), this.keys.snapshot(this.key)];
+        FORGET_SNAPSHOT.queue(pipeline, keys, []);
       }
     });
+    await Promise.all([record, ...indexes]);
   }
 
   /** Releases the guard, unless {@link finish} already did. */

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { parseKeyId } from '@slicekeeper/contracts';
 import { LuaScript } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
 export interface WatcherLeasesOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
 }
@@ -36,7 +36,7 @@ return 0`,
  * (`<node>/<driver>`).
  */
 export class WatcherLeases {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
   constructor(options: WatcherLeasesOptions) {

@@ -1,4 +1,3 @@
-import { execPipeline } from '@slicekeeper/queue';
 import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
 import { WriteRateLimiter } from './write-rate-limiter';
 
@@ -49,38 +48,5 @@ describe('WriteRateLimiter', () => {
     // Four writes used the shared burst of four: the fifth, from either replica, must wait.
     await expect(a.acquire()).rejects.toThrow('stop');
     expect(waited).toEqual(['a']);
-  });
-
-  it('takes a token in a pipeline of other work, and waits as acquire does when there is none', async () => {
-    const waits: number[] = [];
-    const limiter = new WriteRateLimiter({
-      redis: db.redis,
-      prefix: uniquePrefix('pipelined'),
-      ratePerSecond: 10,
-      burst: 1,
-      sleep: (ms) => {
-        waits.push(ms);
-        return Promise.resolve();
-      },
-    });
-    const ask = () =>
-      execPipeline(db.redis, (pipeline) => {
-        pipeline.ping();
-        limiter.queueAcquire(pipeline);
-      });
-
-    const [pong, granted] = await ask();
-    expect(pong).toEqual([null, 'PONG']);
-    if (granted === undefined) throw new Error('no reply for the token');
-    await limiter.settle(granted);
-    expect(waits).toEqual([]);
-
-    // The burst of one is spent: settling waits for the refill, then takes the next token.
-    const [, refused] = await ask();
-    if (refused === undefined) throw new Error('no reply for the token');
-    await limiter.settle(refused);
-    expect(waits.length).toBeGreaterThanOrEqual(1);
-    expect(waits[0]).toBeGreaterThan(0);
-    expect(waits[0]).toBeLessThanOrEqual(100);
   });
 });

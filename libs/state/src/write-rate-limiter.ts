@@ -1,10 +1,9 @@
-import type { ChainableCommander, Redis } from 'ioredis';
-import { LuaScript, replyOf } from '@slicekeeper/queue';
-import type { PipelineReply } from '@slicekeeper/queue';
+import type { RedisClient } from '@slicekeeper/queue';
+import { LuaScript } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
 
 export interface WriteRateLimiterOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix: one bucket per prefix, shared by every replica. @defaultValue `'sk'` */
   prefix?: string;
   /** Sustained writes per second across all replicas. */
@@ -69,25 +68,5 @@ export class WriteRateLimiter {
       if (wait <= 0) return;
       await this.sleep(wait);
     }
-  }
-
-  /**
-   * Asks for a token in a pipeline built by `execPipeline`, so that the request shares a round
-   * trip with other work; pass its reply to {@link settle}.
-   */
-  queueAcquire(pipeline: ChainableCommander): void {
-    const { ratePerSecond, burst } = this.options;
-    TAKE_TOKEN.queue(pipeline, [this.key], [ratePerSecond, burst]);
-  }
-
-  /**
-   * Resolves when the caller may make the write asked for with {@link queueAcquire}: at once if
-   * the reply granted a token, else after waiting as {@link acquire} does.
-   */
-  async settle(reply: PipelineReply): Promise<void> {
-    const wait = Number(replyOf(reply));
-    if (wait <= 0) return;
-    await this.sleep(wait);
-    await this.acquire();
   }
 }

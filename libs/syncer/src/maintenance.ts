@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -9,7 +9,7 @@ import { KeyIndex } from '@slicekeeper/state';
 
 export interface MaintenanceOptions {
   /** For reading registrations, removals, stream states and orphans. */
-  redis: Redis;
+  redis: RedisClient;
   prefix?: string;
   /** Every managed slice, by key: the watch-fed cache the syncs plan from. */
   cluster: { keys(): SliceKey[]; slicesOf(key: SliceKey): readonly unknown[] };

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { NODE_STATUS_QUEUE_NAME, queuePrefix, sliceKeySchema } from '@slicekeeper/contracts';
@@ -44,7 +44,7 @@ export function nodeConditionJobOptions(node: string): JobsOptions {
 }
 
 export interface NodeConditionQueueOptions {
-  connection: Redis;
+  connection: RedisClient;
   /** slicekeeper's Redis prefix; BullMQ's keys go under its hash-tagged form. @defaultValue `'sk'` */
   prefix?: string;
   logger: Logger;

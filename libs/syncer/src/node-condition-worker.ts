@@ -1,6 +1,6 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import { NODE_STATUS_QUEUE_NAME } from '@slicekeeper/contracts';
 import { errorMessage, isTerminal } from '@slicekeeper/errors';
@@ -12,7 +12,7 @@ import type { NodeConditionReconciler } from './node-condition-reconciler';
 
 export interface NodeConditionWorkerOptions {
   /** A dedicated connection: the worker blocks on it while waiting for jobs. */
-  connection: Redis;
+  connection: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   reconciler: Pick<NodeConditionReconciler, 'reconcile'>;

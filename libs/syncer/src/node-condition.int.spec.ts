@@ -198,7 +198,7 @@ class Syncer {
   }
 
   private connection(): Redis {
-    const connection = createRedisConnection({ url: this.redisUrl });
+    const connection = createRedisConnection({ target: { kind: 'server', url: this.redisUrl } });
     this.connections.push(connection);
     return connection;
   }
@@ -394,7 +394,7 @@ describe('node condition evaluations across replicas', () => {
 
   it('runs one evaluation of a node at a time, and exactly one follow-up for asks during it', async () => {
     const prefix = uniquePrefix('node-condition-replicas');
-    const producer = createRedisConnection({ url: db.server.url });
+    const producer = createRedisConnection({ target: { kind: 'server', url: db.server.url } });
     const queue = new NodeConditionQueue({ connection: producer, prefix, logger });
     const connections = [producer];
     let running = 0;
@@ -422,7 +422,7 @@ describe('node condition evaluations across replicas', () => {
       },
     };
     const replicas = [1, 2, 3].map(() => {
-      const connection = createRedisConnection({ url: db.server.url });
+      const connection = createRedisConnection({ target: { kind: 'server', url: db.server.url } });
       connections.push(connection);
       return new NodeConditionWorker({ connection, prefix, reconciler, logger, concurrency: 4 });
     });

@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import { queuePrefix } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -9,7 +9,7 @@ import type { BackoffPolicy } from './backoff';
 
 export interface RetryingWorkerOptions {
   /** A dedicated connection: the worker blocks on it while waiting for jobs. */
-  connection: Redis;
+  connection: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   logger: Logger;

@@ -128,7 +128,7 @@ class Harness {
   }
 
   private connection(): Redis {
-    const connection = createRedisConnection({ url: this.redisUrl });
+    const connection = createRedisConnection({ target: { kind: 'server', url: this.redisUrl } });
     this.connections.push(connection);
     return connection;
   }
@@ -636,7 +636,7 @@ describe('sync worker, job outcomes and schedules', () => {
   });
 
   function connection(): Redis {
-    const opened = createRedisConnection({ url: redis.server.url });
+    const opened = createRedisConnection({ target: { kind: 'server', url: redis.server.url } });
     closers.push(() => {
       opened.disconnect();
     });

@@ -1,6 +1,7 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { redisHealth } from '@slicekeeper/queue';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import {
@@ -24,7 +25,7 @@ export interface MaintenanceScheduleOptions {
    * A dedicated connection for the maintenance queue and its worker. When it is ready again
    * after Redis restarted (perhaps empty), the schedulers are created again.
    */
-  connection: Redis;
+  connection: RedisClient;
   /** What the jobs run. The resync is scheduled every `resyncIntervalMs`, the interval it spreads over. */
   jobs: Pick<Maintenance, 'resync' | 'janitor' | 'resyncIntervalMs'>;
   /** How often the janitor looks for slices of removed or unknown keys, ms. @defaultValue 60000 */
@@ -33,7 +34,7 @@ export interface MaintenanceScheduleOptions {
 
 export interface SyncWorkerOptions {
   /** A dedicated connection: the worker blocks on it while waiting for jobs. */
-  connection: Redis;
+  connection: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   reconciler: Pick<Reconciler, 'reconcile'>;
@@ -127,14 +128,16 @@ export class SyncWorker {
     this.run(this.worker, 'worker stopped');
     if (this.maintenance === undefined) return;
     await this.upsertSchedulers();
-    this.maintenance.options.connection.on('ready', this.onRedisReady);
+    redisHealth(this.maintenance.options.connection).on('ready', this.onRedisReady);
     this.run(this.maintenance.worker, 'maintenance worker stopped');
   }
 
   /** Stops taking jobs, waits for the running ones, and closes. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      this.maintenance?.options.connection.off('ready', this.onRedisReady);
+      if (this.maintenance !== undefined) {
+        redisHealth(this.maintenance.options.connection).off('ready', this.onRedisReady);
+      }
       await Promise.all([this.worker.close(), this.maintenance?.worker.close()]);
       await Promise.all([this.queue.close(), this.maintenance?.queue.close()]);
     })();

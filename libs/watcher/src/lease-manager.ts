@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { WatcherLeases } from '@slicekeeper/state';
 import type { Clock, TimerHandle } from '@slicekeeper/runtime';
 
 export interface LeaseManagerOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** This replica's id; unique among the replicas (e.g. the pod name plus a random suffix). */

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { redisHealth } from '@slicekeeper/queue';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Registry } from 'prom-client';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, StreamStateName } from '@slicekeeper/contracts';
@@ -24,7 +25,7 @@ export interface SharedModeOptions {
 
 export interface PluginWatcherOptions {
   /** Commands. The watcher duplicates it for its blocking registration follow. */
-  redis: Redis;
+  redis: RedisClient;
   /** Where sync jobs go (`SyncQueue`). */
   queue: SyncEnqueuer;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
@@ -50,7 +51,7 @@ export interface PluginWatcherOptions {
    * A connection of its own for the sync statuses the syncer announces, which the watcher
    * passes on to the drivers (`NotifyPublishStatus`). Without it drivers get no feedback.
    */
-  feedbackSubscriber?: Redis;
+  feedbackSubscriber?: RedisClient;
 }
 
 /**
@@ -155,7 +156,7 @@ export class PluginWatcher {
     this.started = true;
     await this.follower.start();
     await this.leases?.start();
-    this.options.redis.on('ready', this.onRedisReady);
+    redisHealth(this.options.redis).on('ready', this.onRedisReady);
   }
 
   /** The keys this watcher streams for, by id. */
@@ -190,7 +191,7 @@ export class PluginWatcher {
   /** Stops following, releases leases, cancels every stream. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      this.options.redis.off('ready', this.onRedisReady);
+      redisHealth(this.options.redis).off('ready', this.onRedisReady);
       await this.follower.close();
       await this.leases?.close();
       await Promise.all([...this.watches.values()].map((watch) => watch.close('shutdown')));

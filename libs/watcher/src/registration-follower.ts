@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -9,7 +9,7 @@ import type { Clock, TimerHandle } from '@slicekeeper/runtime';
 
 export interface RegistrationFollowerOptions {
   /** For reads. The blocking follow runs on a duplicate of it, which the follower owns. */
-  redis: Redis;
+  redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   /** Only this node's registrations (node mode); all of them when unset. */
@@ -41,7 +41,7 @@ export interface RegistrationFollowerOptions {
 export class RegistrationFollower {
   private readonly options: RegistrationFollowerOptions;
   private readonly store: RegistrationStore;
-  private readonly followConnection: Redis;
+  private readonly followConnection: RedisClient;
   private readonly followStore: RegistrationStore;
   private position = '0-0';
   /** The id of the data set Redis held at the last load. */

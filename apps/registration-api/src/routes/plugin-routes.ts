@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { admitPlugin } from '@slicekeeper/admission';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import { keyId, registrationSchema } from '@slicekeeper/contracts';
@@ -38,7 +38,7 @@ export interface PluginRoutesOptions {
   tokens: TokenAuthority;
   metrics: ApiMetrics;
   /** Shared rate-limit counters live here, so that every replica enforces the same limit. */
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
   /** Requests per token per window. */
   rateLimitMax: number;

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { EndpointPolicy, TokenAuthority, admissionError } from '@slicekeeper/admission';
 import type {
   AdmittedEndpoint,
@@ -113,7 +113,7 @@ export interface HarnessOptions extends Partial<AppOptions> {
 /** A built (not listening) API over a private Redis, with a spy prober and captured logs. */
 export class ApiHarness {
   readonly app: FastifyInstance;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly prober: SpyProber;
   readonly store: RegistrationStore;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from '@slicekeeper/observability';
 import type { SyncQueue } from '@slicekeeper/queue';
 import { RedisConnections } from '@slicekeeper/runtime';
@@ -19,13 +19,16 @@ export interface ApiRedisOptions {
  * connections of its own to close.
  */
 export class ApiRedis implements ApiConnection {
-  readonly connection: Redis;
+  readonly connection: RedisClient;
   readonly syncQueue: SyncQueue;
   private readonly connections: RedisConnections;
   private closing: Promise<void> | undefined;
 
   constructor(options: ApiRedisOptions) {
-    this.connections = new RedisConnections({ url: options.url, logger: options.logger });
+    this.connections = new RedisConnections({
+      target: { kind: 'server', url: options.url },
+      logger: options.logger,
+    });
     ({ connection: this.connection, syncQueue: this.syncQueue } = openApiConnection(
       this.connections,
       options.prefix,
