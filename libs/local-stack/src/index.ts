@@ -11,7 +11,11 @@ export {
 } from './supervised-process';
 export type { LogEntry, SupervisedProcessOptions } from './supervised-process';
 export { RedisNotInstalledError, RedisServer, freePort } from './redis-server';
-export type { RedisServerOptions } from './redis-server';
+export type { RedisAddress, RedisServerOptions } from './redis-server';
+export { RedisSentinelGroup, RedisSentinelNotInstalledError } from './redis-sentinel-group';
+export type { RedisSentinelGroupOptions } from './redis-sentinel-group';
+export { RedisClusterGroup, RedisCliNotInstalledError } from './redis-cluster';
+export type { RedisClusterGroupOptions } from './redis-cluster';
 export { generateStackTokens, tokenFileJson, writeStackTokens } from './stack-tokens';
 export type { StackTokens } from './stack-tokens';
 export { PluginStatusClient } from './plugin-status-client';

@@ -3,6 +3,8 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { SupervisedProcess } from './supervised-process';
 
 export interface RedisServerOptions {
@@ -65,16 +67,8 @@ export class RedisServer {
     const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'slicekeeper-redis-')));
     try {
       await mkdir(dir, { recursive: true });
-      for (let attempt = 1; ; attempt++) {
-        const port = await freePort();
-        const launched = await launch(port, dir, options);
-        if (launched !== 'port-in-use') {
-          return new RedisServer(port, dir, ownsDir, options, launched);
-        }
-        if (attempt >= PORT_ATTEMPTS) {
-          throw new Error(`redis-server: no free port after ${attempt} attempts`);
-        }
-      }
+      const { port, process: launched } = await launchRedisOnFreePort(dir, options);
+      return new RedisServer(port, dir, ownsDir, options, launched);
     } catch (error) {
       if (ownsDir) await rm(dir, { recursive: true, force: true });
       throw error;
@@ -115,7 +109,7 @@ export class RedisServer {
         await rm(join(this.dir, entry), { recursive: true, force: true });
       }
     }
-    const launched = await launch(this.port, this.dir, this.options);
+    const launched = await launchRedis(this.port, this.dir, this.options);
     if (launched === 'port-in-use') {
       throw new Error(`redis-server: port ${this.port} was taken while the server was down`);
     }
@@ -132,18 +126,58 @@ export class RedisServer {
   }
 }
 
-/** Starts redis-server on `port` and waits until it accepts connections. */
-async function launch(
+/**
+ * What the Redis fixtures (a server, a Sentinel group, a cluster) vary in the one launcher:
+ * the program and arguments around the private-server defaults.
+ */
+export interface RedisLaunchOptions extends RedisServerOptions {
+  /** @defaultValue `redis-server` */
+  command?: 'redis-server' | 'redis-sentinel';
+  /** Arguments before the defaults: a sentinel's config file must come first. */
+  leadingArgs?: readonly string[];
+  /** Arguments after the defaults, which override them (`--replicaof`, `--cluster-enabled`). */
+  extraArgs?: readonly string[];
+  /** The error for a missing program. @defaultValue a `RedisNotInstalledError` */
+  notInstalled?: () => Error;
+}
+
+/**
+ * Starts a Redis process on a free port, with another port when one is taken between the probe
+ * and the bind, and waits until it accepts connections.
+ */
+export async function launchRedisOnFreePort(
+  dir: string,
+  options: RedisLaunchOptions,
+): Promise<{ port: number; process: SupervisedProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const launched = await launchRedis(port, dir, options);
+    if (launched !== 'port-in-use') return { port, process: launched };
+    if (attempt >= PORT_ATTEMPTS) {
+      throw new Error(
+        `${options.command ?? 'redis-server'}: no free port after ${attempt} attempts`,
+      );
+    }
+  }
+}
+
+/**
+ * Starts a Redis process on `port` and waits until it accepts connections; `port-in-use` when
+ * another process has the port.
+ */
+export async function launchRedis(
   port: number,
   dir: string,
-  options: RedisServerOptions,
+  options: RedisLaunchOptions,
 ): Promise<SupervisedProcess | 'port-in-use'> {
   let onOutput: (line: string) => void = () => undefined;
   const output: string[] = [];
+  const command = options.command ?? 'redis-server';
   const redis = new SupervisedProcess({
     name: options.name ?? 'redis',
-    command: 'redis-server',
+    command,
     args: [
+      ...(options.leadingArgs ?? []),
       '--port',
       String(port),
       '--bind',
@@ -161,6 +195,7 @@ async function launch(
       'noeviction',
       '--protected-mode',
       'no',
+      ...(options.extraArgs ?? []),
     ],
     env: options.env ?? process.env,
     ownProcessGroup: options.ownProcessGroup ?? false,
@@ -178,18 +213,20 @@ async function launch(
       resolve(value);
     };
     const timer = setTimeout(() => {
-      settle(new Error(`redis-server did not start within ${timeoutMs}ms:\n${output.join('\n')}`));
+      settle(new Error(`${command} did not start within ${timeoutMs}ms:\n${output.join('\n')}`));
     }, timeoutMs);
     onOutput = (line) => {
-      if (line.includes('Ready to accept connections')) settle('ready');
-      else if (line.includes('Address already in use')) settle('port-in-use');
+      // A sentinel never says it is ready: it names itself once it listens.
+      if (line.includes('Ready to accept connections') || line.includes('Sentinel ID is')) {
+        settle('ready');
+      } else if (line.includes('Address already in use')) settle('port-in-use');
     };
     void redis.exited.then((code) => {
       const notFound = (redis.startError as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
       settle(
         notFound
-          ? new RedisNotInstalledError()
-          : new Error(`redis-server exited with code ${code}:\n${output.join('\n')}`),
+          ? (options.notInstalled?.() ?? new RedisNotInstalledError())
+          : new Error(`${command} exited with code ${code}:\n${output.join('\n')}`),
       );
     });
   });
@@ -213,4 +250,78 @@ export async function freePort(): Promise<number> {
     });
   });
   return port;
+}
+
+/** Where a Redis process listens. */
+export interface RedisAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * Sends one command on a connection of its own and closes it: a fixture's probe must neither
+ * queue behind a dead server nor reconnect to it, so it fails at once when nothing listens.
+ */
+export async function redisCommand(
+  address: RedisAddress,
+  command: string,
+  ...args: (string | number)[]
+): Promise<unknown> {
+  const client = new Redis({
+    host: address.host,
+    port: address.port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    commandTimeout: 2000,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return await client.call(command, ...args);
+  } finally {
+    // Disconnecting a client whose connection failed leaves a 2 s timer behind (ioredis 5).
+    if (client.status !== 'end') client.disconnect();
+  }
+}
+
+/**
+ * Asks `probe` every `intervalMs` until it returns something other than `undefined`, and
+ * returns that; a probe that throws counts as "not yet". Fails after `timeoutMs` with `what`
+ * was awaited and the probe's last error.
+ */
+export async function pollUntil<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) {
+      const cause = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`timed out after ${timeoutMs}ms waiting until ${what}${cause}`);
+    }
+    await sleep(intervalMs);
+  }
+}
+
+/**
+ * Like `Promise.all`, but settles only once every start has, so that a process still starting
+ * when another fails is recorded, and stopped, before the group is.
+ */
+export async function allStarted<T>(starts: Promise<T>[]): Promise<T[]> {
+  const outcomes = await Promise.allSettled(starts);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return outcomes.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
 }
