@@ -34,6 +34,11 @@ export interface SystemOptions {
   syncerReplicas?: number;
   /** Redis keeps an append-only file, so that a crash loses nothing. @defaultValue false */
   redisAppendOnly?: boolean;
+  /**
+   * The Redis settings of every service (e.g. `REDIS_SENTINELS` and `REDIS_SENTINEL_NAME`), for a
+   * Redis the scenario runs itself; no private redis-server is started, and `redis` is not there.
+   */
+  redisSettings?: Record<string, string>;
   /** Extra settings of every slice-syncer (e.g. a short JANITOR_INTERVAL). */
   syncerEnv?: Record<string, string>;
   /** Extra settings of the plugin-watcher (e.g. WIPE_DELAY). */
@@ -79,7 +84,7 @@ export class System {
 
   private constructor(
     private readonly options: SystemOptions,
-    readonly redis: RedisServer,
+    private readonly redisServer: RedisServer | undefined,
     readonly stateDir: string,
     readonly kubeconfig: string,
     emulatorUrl: string,
@@ -101,7 +106,10 @@ export class System {
     await rm(logDir, { recursive: true, force: true });
     await mkdir(logDir, { recursive: true });
     await mkdir(join(stateDir, 'sockets'), { recursive: true });
-    const redis = await RedisServer.start({ appendOnly: options.redisAppendOnly ?? false });
+    const redis =
+      options.redisSettings === undefined
+        ? await RedisServer.start({ appendOnly: options.redisAppendOnly ?? false })
+        : undefined;
     const kubeconfig = join(stateDir, 'kubeconfig');
     const logs = new Map<string, WriteStream>();
     const emulatorEnv = {
@@ -143,18 +151,26 @@ export class System {
       );
       const started = system;
       for (const [name, stream] of logs) started.logs.set(name, stream);
-      started.define(redis.url, tokenFile, apiPort);
+      started.define(options.redisSettings ?? { REDIS_URL: redis?.url ?? '' }, tokenFile, apiPort);
       await Promise.all([...started.specs.keys()].map((name) => started.startService(name)));
       return started;
     } catch (error) {
       if (system !== undefined) await system.close();
       else {
         await emulatorProcess.stop(2000);
-        await redis.stop();
+        await redis?.stop();
         await rm(stateDir, { recursive: true, force: true });
       }
       throw error;
     }
+  }
+
+  /** The private redis-server of every service. */
+  get redis(): RedisServer {
+    if (this.redisServer === undefined) {
+      throw new Error('this System uses the Redis of its redisSettings, not a private one');
+    }
+    return this.redisServer;
   }
 
   /** The names of the slice-syncer replicas. */
@@ -298,6 +314,15 @@ export class System {
     );
   }
 
+  /** The JSON lines a process logged so far (`reports/e2e/<name>/<process>.log`). */
+  async logEntries(name: string): Promise<LogEntry[]> {
+    const log = await readFile(join(this.logDir, `${name}.log`), 'utf8');
+    return log
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as LogEntry);
+  }
+
   /** The first slice-syncer replica's metrics, in Prometheus' text format. */
   async syncerMetrics(): Promise<string> {
     const [url] = await this.syncerMetricsUrls();
@@ -346,13 +371,13 @@ export class System {
     );
     await Promise.all([...this.services.values()].map((p) => p.stop(5000)));
     await this.emulatorProcess.stop(5000);
-    await this.redis.stop();
+    await this.redisServer?.stop();
     await Promise.all([...this.logs.values()].map((s) => new Promise((resolve) => s.end(resolve))));
     await rm(this.stateDir, { recursive: true, force: true });
   }
 
-  private define(redisUrl: string, tokenFile: string, apiPort: number): void {
-    const shared = { REDIS_URL: redisUrl, REDIS_PREFIX: 'sk', LOG_LEVEL: this.logLevel };
+  private define(redisSettings: Record<string, string>, tokenFile: string, apiPort: number): void {
+    const shared = { ...redisSettings, REDIS_PREFIX: 'sk', LOG_LEVEL: this.logLevel };
     this.specs.set('registration-api', {
       app: 'registration-api',
       env: {
