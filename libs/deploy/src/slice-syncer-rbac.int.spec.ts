@@ -169,6 +169,12 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       listSlices: async () => {
         expect(await api.listSlices(key)).toHaveLength(2);
       },
+      // Another served version: the same resource, so the same rules.
+      useApiVersion: async () => {
+        api.useApiVersion('v1beta2');
+        expect(await api.listSlices(key)).toHaveLength(2);
+        api.useApiVersion('v1');
+      },
       updateSlice: async () => {
         stored = await api.updateSlice({
           ...stored,
@@ -234,6 +240,8 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       recordDelete: () => {
         cache.recordDelete(left.metadata);
       },
+      // Lists and watches the slices again in another served version.
+      useApiVersion: () => cache.useApiVersion('v1beta2'),
       // Anti-entropy: lists both again.
       relist: () => cache.relist(),
       close: () => cache.close(),
