@@ -3,7 +3,15 @@ import { join, posix, relative } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
 import { parse } from 'yaml';
 import { dockerfileStages } from './dockerfile-stages';
-import { isApp, loadAppConfig } from './load-app-config.test-helper';
+import { interpolateComposeFile, parseEnvFile } from './interpolate-compose';
+import type { ComposeVariables } from './interpolate-compose';
+import {
+  appConfigVariables,
+  appRedisTarget,
+  isApp,
+  loadAppConfig,
+  usesRedis,
+} from './load-app-config.test-helper';
 
 interface ComposeService {
   image?: string;
@@ -13,11 +21,13 @@ interface ComposeService {
   ports?: string[];
   volumes?: string[];
   deploy?: { replicas?: number };
-  depends_on?: Record<string, { condition: string }>;
+  depends_on?: Record<string, { condition: string; required?: boolean }>;
   healthcheck?: { test: string[] };
   restart?: string;
   read_only?: boolean;
   cap_drop?: string[];
+  user?: string;
+  profiles?: string[];
 }
 
 interface ComposeFile {
@@ -25,12 +35,60 @@ interface ComposeFile {
   volumes?: Record<string, unknown>;
 }
 
-const compose = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), {
+const file = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), {
   merge: true,
 }) as ComposeFile;
+
+/** The env file that starts the stack with Redis behind Sentinel (profile sentinel). */
+const SENTINEL_ENV_FILE = 'docker/sentinel.env';
+const sentinelVariables = parseEnvFile(readFileSync(join(repoRoot, SENTINEL_ENV_FILE), 'utf8'));
+
+/** The ways the stack is started: the variables Compose interpolates with. */
+const scenarios: readonly (readonly [string, ComposeVariables])[] = [
+  ['plain', {}],
+  [`--env-file ${SENTINEL_ENV_FILE}`, sentinelVariables],
+];
+
+/** The file as Compose sees it with `variables`, and what runs with the profiles they turn on. */
+function stackOf(variables: ComposeVariables) {
+  const compose = interpolateComposeFile(file, variables);
+  const profiles = (variables['COMPOSE_PROFILES'] ?? '').split(',').map((p) => p.trim());
+  const running = Object.entries(compose.services).filter(([, service]) => {
+    const own = service.profiles ?? [];
+    return own.length === 0 || own.some((profile) => profiles.includes(profile));
+  });
+  const apps = running.flatMap(([name, service]) =>
+    service.build === undefined ? [] : [{ name, service, build: service.build }],
+  );
+  return { compose, running, apps };
+}
+
+/** The apps that keep something in Redis, with where their connections go and their key prefix. */
+function redisUsersOf(variables: ComposeVariables) {
+  return stackOf(variables).apps.flatMap(({ name, service, build }) => {
+    const app = build.target;
+    if (!isApp(app) || !usesRedis(app)) return [];
+    const env = environmentOf(service);
+    return [
+      {
+        name,
+        target: appRedisTarget(app, env),
+        prefix: loadAppConfig(app, env)['REDIS_PREFIX'],
+      },
+    ];
+  });
+}
+
+// Every service, whatever its profile, as it is without variables from the shell.
+const { compose } = stackOf({});
 const services = Object.entries(compose.services);
 const built = services.flatMap(([name, service]) =>
   service.build === undefined ? [] : [{ name, service, build: service.build }],
+);
+const appsByScenario = scenarios.flatMap(([scenario, variables]) =>
+  stackOf(variables).apps.map(
+    ({ name, service, build }) => [scenario, name, service, build.target] as const,
+  ),
 );
 
 function environmentOf(service: ComposeService): Record<string, string> {
@@ -119,9 +177,9 @@ describe('docker-compose.yml', () => {
     expect(arg?.[1]).toMatch(/^node:20(\.\d+)*-(bookworm-)?slim$/);
   });
 
-  it.each(built.map(({ name, service, build }) => [name, service, build.target] as const))(
-    '%s: its environment is accepted by the config schema of the app it runs',
-    (_name, service, target) => {
+  it.each(appsByScenario)(
+    '%s: %s: its environment is accepted by the config schema of the app it runs',
+    (_scenario, _name, service, target) => {
       if (!isApp(target)) throw new Error(`${target} is not an app`);
       const env = environmentOf(service);
       expect(() => loadAppConfig(target, env)).not.toThrow();
@@ -138,15 +196,35 @@ describe('docker-compose.yml', () => {
     },
   );
 
-  it('points every app at the same Redis and key prefix', () => {
-    const redisUsers = built
-      .map(({ service }) => environmentOf(service))
-      .filter((env) => env['REDIS_URL'] !== undefined);
-    expect(redisUsers.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(redisUsers.map((env) => env['REDIS_URL']))).toEqual(
-      new Set(['redis://redis:6379']),
+  it.each(appsByScenario)(
+    '%s: %s: sets only variables the config of the app it runs declares',
+    (_scenario, name, service, target) => {
+      if (!isApp(target)) throw new Error(`${target} is not an app`);
+      const declared = new Set(appConfigVariables(target));
+      const unknown = Object.keys(environmentOf(service)).filter((key) => !declared.has(key));
+      expect({ name, unknown }).toEqual({ name, unknown: [] });
+    },
+  );
+
+  it('points every app at the same Redis and key prefix: the redis service unless told otherwise', () => {
+    const plain = redisUsersOf({});
+    expect(plain.map(({ name }) => name)).toEqual(
+      expect.arrayContaining(['registration-api', 'plugin-watcher', 'slice-syncer']),
     );
-    expect(new Set(redisUsers.map((env) => env['REDIS_PREFIX'] ?? 'sk'))).toEqual(new Set(['sk']));
+    for (const { name, target, prefix } of plain) {
+      expect({ name, target, prefix }).toEqual({
+        name,
+        target: { kind: 'server', url: 'redis://redis:6379' },
+        prefix: 'sk',
+      });
+    }
+    // A Redis named in the shell reaches every app alike.
+    for (const { name, target } of redisUsersOf({ REDIS_URL: 'rediss://cache.example.com:6380' })) {
+      expect({ name, target }).toEqual({
+        name,
+        target: { kind: 'server', url: 'rediss://cache.example.com:6380' },
+      });
+    }
   });
 
   it('has a healthcheck on every long-running service, probing the port the app listens on', () => {
@@ -166,6 +244,31 @@ describe('docker-compose.yml', () => {
         name,
         port: config['PROBE_PORT'] ?? config['PORT'],
       });
+    }
+  });
+
+  it('pins every image to a version', () => {
+    for (const [name, service] of services) {
+      expect({ name, image: service.image }).toEqual({
+        name,
+        image: expect.stringMatching(
+          /^[a-z0-9./-]+(:(?!latest$)[\w.-]+|@sha256:[0-9a-f]{64})$/,
+        ) as unknown,
+      });
+    }
+  });
+
+  it('needs no profile for what a service without one depends on', () => {
+    for (const [name, service] of services) {
+      if ((service.profiles ?? []).length > 0) continue;
+      for (const [dependency, { required }] of Object.entries(service.depends_on ?? {})) {
+        const profiles = compose.services[dependency]?.profiles ?? [];
+        expect({ name, dependency, profiles: required === false ? [] : profiles }).toEqual({
+          name,
+          dependency,
+          profiles: [],
+        });
+      }
     }
   });
 
@@ -232,6 +335,146 @@ describe('docker-compose.yml', () => {
         readOnly: true,
         capDrop: ['ALL'],
       });
+    }
+  });
+});
+
+describe('docker-compose.yml, profile sentinel', () => {
+  const SENTINEL_CONF = 'docker/sentinel/sentinel.conf';
+  const template = readFileSync(join(repoRoot, SENTINEL_CONF), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const monitor = template.find((line) => line.startsWith('sentinel monitor '))?.split(/\s+/);
+  const [, , masterName = '', masterHost = '', masterPort = '', quorum = ''] = monitor ?? [];
+  const sentinelPort = template.find((line) => line.startsWith('port '))?.split(/\s+/)[1];
+
+  const profiled = services.filter(([, service]) => service.profiles?.includes('sentinel'));
+  const sentinels = profiled.filter(([, service]) =>
+    (service.command ?? []).join(' ').includes('redis-sentinel'),
+  );
+  const commandOf = (name: string) => (compose.services[name]?.command ?? []).join(' ');
+
+  it('adds a replica of redis and three Sentinels, and nothing else', () => {
+    expect(profiled.map(([name]) => name).sort()).toEqual([
+      'redis-replica',
+      'sentinel-1',
+      'sentinel-2',
+      'sentinel-3',
+    ]);
+    expect(stackOf({}).running.map(([name]) => name)).not.toContain('sentinel-1');
+    expect(stackOf(sentinelVariables).running.map(([name]) => name)).toEqual(
+      expect.arrayContaining(profiled.map(([name]) => name)),
+    );
+  });
+
+  it(`is turned on by ${SENTINEL_ENV_FILE}, which points every app at the Sentinels instead of REDIS_URL`, () => {
+    expect(sentinelVariables['COMPOSE_PROFILES']?.split(',')).toContain('sentinel');
+    const users = redisUsersOf(sentinelVariables);
+    expect(users.length).toBeGreaterThanOrEqual(3);
+    const expected = sentinels.map(([name]) => ({ host: name, port: Number(sentinelPort) }));
+    for (const { name, target, prefix } of users) {
+      expect({ name, target, prefix }).toEqual({
+        name,
+        target: { kind: 'sentinel', sentinels: expected, name: masterName, tls: false },
+        prefix: 'sk',
+      });
+    }
+  });
+
+  it('replicates redis with the same persistence, memory bound and eviction policy', () => {
+    const setting = (command: string, option: string) =>
+      new RegExp(`${option} (\\S+)`).exec(command)?.[1];
+    const master = commandOf('redis');
+    const replica = commandOf('redis-replica');
+    expect(replica).toContain(`--replicaof ${masterHost} ${masterPort}`);
+    expect(masterHost).toBe('redis');
+    for (const option of ['--appendonly', '--appendfsync', '--maxmemory', '--maxmemory-policy']) {
+      expect({ option, replica: setting(replica, option) }).toEqual({
+        option,
+        replica: setting(master, option),
+      });
+    }
+    expect(compose.services['redis-replica']?.volumes).toContainEqual(
+      expect.stringMatching(/^[a-z0-9-]+:\/data$/),
+    );
+  });
+
+  it('has every Redis and Sentinel announce its service name, not its container IP', () => {
+    for (const name of ['redis', 'redis-replica']) {
+      expect({ name, announces: setting('--replica-announce-ip') }).toEqual({
+        name,
+        announces: name,
+      });
+      function setting(option: string) {
+        return new RegExp(`${option} (\\S+)`).exec(commandOf(name))?.[1];
+      }
+    }
+    for (const [name, service] of sentinels) {
+      expect({ name, announces: environmentOf(service)['SENTINEL_HOSTNAME'] }).toEqual({
+        name,
+        announces: name,
+      });
+      expect(commandOf(name)).toContain('sentinel announce-ip $SENTINEL_HOSTNAME');
+    }
+    const monitorAt = template.findIndex((line) => line.startsWith('sentinel monitor '));
+    for (const line of ['sentinel resolve-hostnames yes', 'sentinel announce-hostnames yes']) {
+      const at = template.indexOf(line);
+      expect({ line, beforeMonitor: at >= 0 && at < monitorAt }).toEqual({
+        line,
+        beforeMonitor: true,
+      });
+    }
+  });
+
+  it(`monitors redis with a quorum that is a majority of the Sentinels (${SENTINEL_CONF})`, () => {
+    expect(sentinels.length).toBeGreaterThanOrEqual(3);
+    expect(sentinels.length % 2).toBe(1);
+    expect(Number(quorum)).toBe(Math.floor(sentinels.length / 2) + 1);
+    expect(masterName).toMatch(/^[a-z0-9-]+$/);
+    for (const [name, service] of sentinels) {
+      expect({ name, healthcheck: (service.healthcheck?.test ?? []).join(' ') }).toEqual({
+        name,
+        healthcheck: expect.stringContaining(
+          `redis-cli -p ${sentinelPort ?? ''} sentinel ckquorum ${masterName}`,
+        ) as unknown,
+      });
+    }
+  });
+
+  it('gives each Sentinel the template and a volume of its own to rewrite its configuration in', () => {
+    const data = sentinels.map(([name, service]) => {
+      const command = commandOf(name);
+      const [, copied = '', target = ''] = /cp (\S+) (\S+)/.exec(command) ?? [];
+      expect({ name, runs: command }).toEqual({
+        name,
+        runs: expect.stringContaining(`exec redis-sentinel ${target}`) as unknown,
+      });
+      const host = hostPathOf(service, copied);
+      expect({ name, template: host === undefined ? undefined : relative(repoRoot, host) }).toEqual(
+        { name, template: SENTINEL_CONF },
+      );
+      const volume = (service.volumes ?? []).find((v) =>
+        target.startsWith(`${v.split(':')[1] ?? ''}/`),
+      );
+      const source = volume?.split(':')[0] ?? '';
+      expect({ name, namedVolume: /^[a-z0-9-]+$/.test(source) }).toEqual({
+        name,
+        namedVolume: true,
+      });
+      return source;
+    });
+    expect(new Set(data).size).toBe(sentinels.length);
+  });
+
+  it('runs the replica and the Sentinels as the redis user, read-only, with no capabilities', () => {
+    for (const [name, service] of profiled) {
+      expect({
+        name,
+        user: service.user,
+        readOnly: service.read_only,
+        capDrop: service.cap_drop,
+      }).toEqual({ name, user: 'redis', readOnly: true, capDrop: ['ALL'] });
     }
   });
 });

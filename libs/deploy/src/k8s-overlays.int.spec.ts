@@ -2,20 +2,30 @@ import { join } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
 import { describeObject, renderKustomization } from './kube-object';
 import type { KubeObject } from './kube-object';
-import { isApp, loadAppConfig } from './load-app-config.test-helper';
+import {
+  appConfigVariables,
+  appRedisTarget,
+  isApp,
+  loadAppConfig,
+} from './load-app-config.test-helper';
 import { validateKubeObject } from './validate-kube-object';
 
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string } };
+  valueFrom?: {
+    fieldRef?: { fieldPath: string };
+    configMapKeyRef?: { name: string; key: string };
+  };
 }
 interface Probe {
   httpGet?: { path: string; port: string | number };
+  exec?: { command: string[] };
 }
 interface Container {
   name: string;
   image: string;
+  command?: string[];
   env?: EnvVar[];
   envFrom?: { configMapRef?: { name: string } }[];
   ports?: { name?: string; containerPort: number }[];
@@ -41,16 +51,31 @@ interface PodSpec {
     runAsUser?: number;
     seccompProfile?: { type: string };
   };
+  initContainers?: Container[];
   containers: Container[];
   volumes?: {
     name: string;
     hostPath?: { path: string };
     secret?: { secretName: string };
+    configMap?: { name: string };
+    emptyDir?: Record<string, unknown>;
   }[];
+  affinity?: {
+    podAntiAffinity?: {
+      preferredDuringSchedulingIgnoredDuringExecution?: {
+        podAffinityTerm: { topologyKey: string; labelSelector?: LabelSelector };
+      }[];
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        topologyKey: string;
+        labelSelector?: LabelSelector;
+      }[];
+    };
+  };
 }
 interface Workload extends KubeObject {
   spec: {
     replicas?: number;
+    serviceName?: string;
     selector: { matchLabels: Record<string, string> };
     template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
     volumeClaimTemplates?: { metadata: { name: string } }[];
@@ -74,7 +99,21 @@ interface NetworkPolicy extends KubeObject {
   };
 }
 
+interface Service extends KubeObject {
+  spec: {
+    clusterIP?: string;
+    publishNotReadyAddresses?: boolean;
+    selector?: Record<string, string>;
+    ports: { name?: string; port: number; targetPort?: string | number }[];
+  };
+}
+
 const workloadKinds = new Set(['Deployment', 'DaemonSet', 'StatefulSet']);
+
+/** Every container of a pod, init containers first. */
+function containersOf(pod: PodSpec): Container[] {
+  return [...(pod.initContainers ?? []), ...pod.containers];
+}
 
 function matches(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
   if (selector === undefined) return true;
@@ -134,18 +173,19 @@ function allowed(
   };
 }
 
-/** The container's environment as the kubelet would build it; downward-API fields get samples. */
-function environmentOf(container: Container, objects: KubeObject[]): Record<string, string> {
-  const env: Record<string, string> = {
-    // Set by the kubelet in every pod: selects in-cluster configuration.
-    KUBERNETES_SERVICE_HOST: '10.96.0.1',
-    KUBERNETES_SERVICE_PORT: '443',
-  };
-  for (const source of container.envFrom ?? []) {
-    const name = source.configMapRef?.name;
+/** The variables the manifests set for a container; downward-API fields get samples. */
+function declaredEnvironmentOf(
+  container: Container,
+  objects: KubeObject[],
+): Record<string, string> {
+  const configMapData = (name: string | undefined) => {
     const configMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name);
     if (configMap === undefined) throw new Error(`${container.name}: no ConfigMap ${name ?? ''}`);
-    Object.assign(env, configMap['data'] as Record<string, string>);
+    return (configMap['data'] ?? {}) as Record<string, string>;
+  };
+  const env: Record<string, string> = {};
+  for (const source of container.envFrom ?? []) {
+    Object.assign(env, configMapData(source.configMapRef?.name));
   }
   const samples: Record<string, string> = {
     'spec.nodeName': 'node-1',
@@ -153,14 +193,62 @@ function environmentOf(container: Container, objects: KubeObject[]): Record<stri
   };
   for (const variable of container.env ?? []) {
     const field = variable.valueFrom?.fieldRef?.fieldPath;
-    const value = field === undefined ? variable.value : samples[field];
+    const key = variable.valueFrom?.configMapKeyRef;
+    const value =
+      field !== undefined
+        ? samples[field]
+        : key !== undefined
+          ? configMapData(key.name)[key.key]
+          : variable.value;
     if (value === undefined) throw new Error(`${container.name}: cannot resolve ${variable.name}`);
     env[variable.name] = value;
   }
   return env;
 }
 
-describe.each(['dev', 'prod'])('k8s/overlays/%s', (overlay) => {
+/** The container's environment as the kubelet would build it. */
+function environmentOf(container: Container, objects: KubeObject[]): Record<string, string> {
+  return {
+    // Set by the kubelet in every pod: selects in-cluster configuration.
+    KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    KUBERNETES_SERVICE_PORT: '443',
+    ...declaredEnvironmentOf(container, objects),
+  };
+}
+
+/**
+ * The pods a `host` names from inside the namespace: `<service>` (every pod it selects) or
+ * `<statefulset>-<ordinal>.<service>` (one pod of a StatefulSet that service governs).
+ */
+function podsNamedBy(host: string, objects: KubeObject[], workloads: Workload[]) {
+  const services = objects.filter((o): o is Service => o.kind === 'Service');
+  const [first = '', second, ...rest] = host.split('.');
+  if (rest.length > 0) return [];
+  if (second === undefined) {
+    const service = services.find((svc) => svc.metadata.name === first);
+    return workloads
+      .filter(
+        (w) =>
+          service !== undefined &&
+          matches({ matchLabels: service.spec.selector }, w.spec.template.metadata.labels),
+      )
+      .map((workload) => ({ workload, service }));
+  }
+  return workloads.flatMap((workload) => {
+    const ordinal = first.slice(workload.metadata.name.length + 1);
+    const service = services.find((svc) => svc.metadata.name === second);
+    return workload.kind === 'StatefulSet' &&
+      workload.spec.serviceName === second &&
+      service !== undefined &&
+      first === `${workload.metadata.name}-${ordinal}` &&
+      /^\d+$/.test(ordinal) &&
+      Number(ordinal) < (workload.spec.replicas ?? 1)
+      ? [{ workload, service }]
+      : [];
+  });
+}
+
+describe.each(['dev', 'prod', 'prod-sentinel'])('k8s/overlays/%s', (overlay) => {
   let objects: KubeObject[];
   let workloads: Workload[];
   let apps: { workload: Workload; container: Container; app: string }[];
@@ -209,6 +297,54 @@ describe.each(['dev', 'prod'])('k8s/overlays/%s', (overlay) => {
     }
   });
 
+  it('sets for each app only variables its config declares', () => {
+    for (const { container, app } of apps) {
+      if (!isApp(app)) throw new Error(app);
+      const declared = new Set(appConfigVariables(app));
+      const unknown = Object.keys(declaredEnvironmentOf(container, objects)).filter(
+        (key) => !declared.has(key),
+      );
+      expect({ app, unknown }).toEqual({ app, unknown: [] });
+    }
+  });
+
+  it('points every app at the same Redis, which the redis StatefulSet runs', () => {
+    const targets = apps.map(({ container, app }) => {
+      if (!isApp(app)) throw new Error(app);
+      return appRedisTarget(app, environmentOf(container, objects));
+    });
+    const [target] = targets;
+    for (const other of targets) expect(other).toEqual(target);
+    const addresses =
+      target?.kind === 'server'
+        ? [{ host: new URL(target.url).hostname, port: Number(new URL(target.url).port || 6379) }]
+        : target?.kind === 'sentinel'
+          ? target.sentinels
+          : (target?.nodes ?? []);
+    expect(addresses.length).toBeGreaterThan(0);
+    for (const { host, port } of addresses) {
+      const pods = podsNamedBy(host, objects, workloads);
+      expect({ host, workloads: pods.map(({ workload }) => workload.metadata.name) }).toEqual({
+        host,
+        workloads: ['redis'],
+      });
+      const { workload, service } = pods[0] ?? {};
+      const servicePort = service?.spec.ports.find((p) => p.port === port);
+      const containerPorts = (workload?.spec.template.spec.containers ?? []).flatMap(
+        (c) => c.ports ?? [],
+      );
+      expect({
+        host,
+        port,
+        listening: containerPorts.some(
+          (p) =>
+            (p.name !== undefined && p.name === servicePort?.targetPort) ||
+            p.containerPort === port,
+        ),
+      }).toEqual({ host, port, listening: true });
+    }
+  });
+
   it('probes /healthz and /readyz on the port each app listens on', () => {
     for (const { container, app } of apps) {
       if (!isApp(app)) throw new Error(app);
@@ -236,6 +372,37 @@ describe.each(['dev', 'prod'])('k8s/overlays/%s', (overlay) => {
     }
   });
 
+  it('pins every image to a version', () => {
+    for (const workload of workloads) {
+      for (const container of containersOf(workload.spec.template.spec)) {
+        expect({ container: container.name, image: container.image }).toEqual({
+          container: container.name,
+          image: expect.stringMatching(
+            /^[a-z0-9./-]+(:(?!latest$)[\w.-]+|@sha256:[0-9a-f]{64})$/,
+          ) as unknown,
+        });
+      }
+    }
+  });
+
+  it('probes the liveness and readiness of every long-running container', () => {
+    for (const workload of workloads) {
+      for (const container of workload.spec.template.spec.containers) {
+        expect({
+          workload: workload.metadata.name,
+          container: container.name,
+          liveness: container.livenessProbe !== undefined,
+          readiness: container.readinessProbe !== undefined,
+        }).toEqual({
+          workload: workload.metadata.name,
+          container: container.name,
+          liveness: true,
+          readiness: true,
+        });
+      }
+    }
+  });
+
   it('sets requests, limits and a restricted security context on every container', () => {
     for (const workload of workloads) {
       const pod = workload.spec.template.spec;
@@ -245,7 +412,7 @@ describe.each(['dev', 'prod'])('k8s/overlays/%s', (overlay) => {
       expect(pod.securityContext?.runAsUser).toBeGreaterThan(0);
       expect(pod.hostNetwork ?? false).toBe(false);
       expect(pod.hostPID ?? false).toBe(false);
-      for (const container of pod.containers) {
+      for (const container of containersOf(pod)) {
         expect({ container: container.name, ...container.securityContext }).toEqual({
           container: container.name,
           allowPrivilegeEscalation: false,
@@ -312,7 +479,7 @@ describe.each(['dev', 'prod'])('k8s/overlays/%s', (overlay) => {
   it('runs Redis with an append-only file on a persistent volume and never evicts keys', () => {
     const redis = workloads.find((w) => w.metadata.name === 'redis');
     expect(redis?.kind).toBe('StatefulSet');
-    const container = redis?.spec.template.spec.containers[0];
+    const container = redis?.spec.template.spec.containers.find((c) => c.name === 'redis');
     const args = (container?.args ?? []).join(' ');
     expect(args).toContain('--appendonly yes');
     expect(args).toContain('--maxmemory-policy noeviction');
@@ -389,5 +556,154 @@ describe('plugin-watcher per overlay', () => {
     expect(container.volumeMounts).toContainEqual(
       expect.objectContaining({ name: volume?.name, mountPath: '/var/lib/kubelet/plugins' }),
     );
+  });
+});
+
+describe('k8s/components/redis-sentinel, in k8s/overlays/prod-sentinel', () => {
+  let objects: KubeObject[];
+  let redis: Workload;
+  let pod: PodSpec;
+  let policies: NetworkPolicy[];
+  let appLabels: Record<string, string>[];
+
+  const container = (name: string) => {
+    const found = containersOf(pod).find((c) => c.name === name);
+    if (found === undefined) throw new Error(`no container ${name}`);
+    return found;
+  };
+
+  beforeAll(async () => {
+    objects = await renderKustomization(join(repoRoot, 'k8s/overlays/prod-sentinel'));
+    const workloads = objects.filter((o): o is Workload => workloadKinds.has(o.kind));
+    const found = workloads.find((w) => w.metadata.name === 'redis');
+    if (found === undefined) throw new Error('no redis workload');
+    redis = found;
+    pod = redis.spec.template.spec;
+    policies = objects.filter((o): o is NetworkPolicy => o.kind === 'NetworkPolicy');
+    appLabels = workloads
+      .filter((w) => w.spec.template.spec.containers.some((c) => isApp(c.name)))
+      .map((w) => w.spec.template.metadata.labels);
+  });
+
+  it('points every app at the Sentinels of every Redis pod, with REDIS_URL removed', () => {
+    const config = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === 'slicekeeper-config',
+    )?.['data'] as Record<string, string>;
+    expect(config['REDIS_URL']).toBeUndefined();
+    const sentinelPort = container('sentinel').ports?.find((p) => p.name === 'sentinel');
+    const expected = Array.from({ length: redis.spec.replicas ?? 1 }, (_, ordinal) => ({
+      host: `redis-${ordinal}.${redis.spec.serviceName ?? ''}`,
+      port: sentinelPort?.containerPort,
+    }));
+    expect(
+      appRedisTarget('slice-syncer', { ...config, KUBERNETES_SERVICE_HOST: '10.96.0.1' }),
+    ).toEqual({
+      kind: 'sentinel',
+      sentinels: expected,
+      name: declaredEnvironmentOf(container('configure'), objects)['REDIS_SENTINEL_NAME'],
+      tls: false,
+    });
+  });
+
+  it('runs a Redis and a Sentinel in each of an odd number of pods, quorum a majority', () => {
+    const replicas = redis.spec.replicas ?? 1;
+    expect(replicas).toBeGreaterThanOrEqual(3);
+    expect(replicas % 2).toBe(1);
+    expect(pod.containers.map((c) => c.name).sort()).toEqual(['redis', 'sentinel']);
+    const env = declaredEnvironmentOf(container('configure'), objects);
+    expect(env).toMatchObject({
+      HEADLESS_SERVICE: redis.spec.serviceName,
+      SEED_MASTER: `redis-0.${redis.spec.serviceName ?? ''}`,
+      SENTINEL_QUORUM: String(Math.floor(replicas / 2) + 1),
+    });
+  });
+
+  it('configures both servers from the services’ own settings, in files they can rewrite', () => {
+    const configure = container('configure');
+    // The Sentinels the pods run are the ones the apps are told of, from the same ConfigMap.
+    for (const name of ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME']) {
+      expect(configure.env?.find((v) => v.name === name)?.valueFrom?.configMapKeyRef).toEqual({
+        name: 'slicekeeper-config',
+        key: name,
+      });
+    }
+    const env = declaredEnvironmentOf(configure, objects);
+    const volumeHolding = (c: Container, path: string) =>
+      c.volumeMounts?.find((m) => path.startsWith(`${m.mountPath}/`) && m.readOnly !== true)?.name;
+    for (const [server, file] of [
+      ['redis', env['REDIS_CONF']],
+      ['sentinel', env['SENTINEL_CONF']],
+    ] as const) {
+      const serverContainer = container(server);
+      expect({ server, loads: serverContainer.command?.[1] }).toEqual({ server, loads: file });
+      const volume = volumeHolding(serverContainer, file ?? '');
+      expect({ server, volume }).toEqual({ server, volume: volumeHolding(configure, file ?? '') });
+      expect(pod.volumes?.find((v) => v.name === volume)?.emptyDir).toBeDefined();
+    }
+    // The base's Redis arguments (persistence, memory) still apply after the generated file.
+    expect(container('redis').command?.[0]).toBe('redis-server');
+    expect(container('redis').args).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
+    const script = configure.command?.at(-1) ?? '';
+    const mount = configure.volumeMounts?.find((m) => script.startsWith(`${m.mountPath}/`));
+    const scripts = pod.volumes?.find((v) => v.name === mount?.name)?.configMap?.name;
+    const data = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === scripts)?.[
+      'data'
+    ] as Record<string, string> | undefined;
+    expect(Object.keys(data ?? {})).toContain(script.slice((mount?.mountPath.length ?? 0) + 1));
+  });
+
+  it('publishes every pod’s name before it is ready, with the Sentinel port beside Redis’s', () => {
+    const service = objects.find(
+      (o): o is Service => o.kind === 'Service' && o.metadata.name === redis.spec.serviceName,
+    );
+    expect(service?.spec.clusterIP).toBe('None');
+    expect(service?.spec.publishNotReadyAddresses).toBe(true);
+    expect(service?.spec.ports.map((p) => [p.port, p.targetPort]).sort()).toEqual([
+      [26379, 'sentinel'],
+      [6379, 'redis'],
+    ]);
+  });
+
+  it('lets the apps reach the Sentinels, and the Redis pods each other, and no one else', () => {
+    const redisLabels = redis.spec.template.metadata.labels;
+    for (const port of [6379, 26379]) {
+      for (const labels of appLabels) {
+        expect({ port, ...allowed(policies, labels, redisLabels, port) }).toEqual({
+          port,
+          egress: true,
+          ingress: true,
+        });
+      }
+      expect({ port, ...allowed(policies, redisLabels, redisLabels, port) }).toEqual({
+        port,
+        egress: true,
+        ingress: true,
+      });
+      expect({ port, ...allowed(policies, { app: 'intruder' }, redisLabels, port) }).toEqual({
+        port,
+        egress: false,
+        ingress: false,
+      });
+    }
+    // Redis pods reach nothing else of the namespace.
+    for (const labels of appLabels) {
+      expect(allowed(policies, redisLabels, labels, 6379).egress).toBe(false);
+    }
+  });
+
+  it('spreads the Redis pods over nodes and lets a drain take one at a time', () => {
+    const terms = pod.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution;
+    expect(
+      terms?.some(
+        ({ podAffinityTerm }) =>
+          podAffinityTerm.topologyKey === 'kubernetes.io/hostname' &&
+          matches(podAffinityTerm.labelSelector, redis.spec.template.metadata.labels),
+      ),
+    ).toBe(true);
+    const budgets = objects
+      .filter((o) => o.kind === 'PodDisruptionBudget')
+      .map((o) => o['spec'] as { selector: LabelSelector; maxUnavailable?: number })
+      .filter((spec) => matches(spec.selector, redis.spec.template.metadata.labels));
+    expect(budgets.map((spec) => spec.maxUnavailable)).toEqual([1]);
   });
 });
