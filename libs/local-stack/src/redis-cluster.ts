@@ -2,7 +2,13 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allStarted, launchRedisOnFreePort, pollUntil, redisCommand } from './redis-server';
+import {
+  allStarted,
+  bootedOrStopped,
+  launchRedisOnFreePort,
+  pollUntil,
+  redisCommand,
+} from './redis-server';
 import type { RedisAddress, RedisLaunchOptions } from './redis-server';
 import type { SupervisedProcess } from './supervised-process';
 
@@ -77,13 +83,7 @@ export class RedisClusterGroup {
     const masters = options.masters ?? 3;
     if (masters < 3) throw new Error(`a Redis Cluster needs at least 3 masters, not ${masters}`);
     const group = new RedisClusterGroup(options);
-    try {
-      await group.boot();
-    } catch (error) {
-      await group.stop();
-      throw error;
-    }
-    return group;
+    return bootedOrStopped(group, () => group.boot());
   }
 
   /** Every node's address, in start order (running or not): a client's seed list. */

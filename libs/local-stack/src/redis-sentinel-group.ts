@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   allStarted,
+  bootedOrStopped,
   launchRedis,
   launchRedisOnFreePort,
   pollUntil,
@@ -72,13 +73,7 @@ export class RedisSentinelGroup {
    */
   static async start(options: RedisSentinelGroupOptions = {}): Promise<RedisSentinelGroup> {
     const group = new RedisSentinelGroup(options);
-    try {
-      await group.boot();
-    } catch (error) {
-      await group.stop();
-      throw error;
-    }
-    return group;
+    return bootedOrStopped(group, () => group.boot());
   }
 
   /** The sentinels' addresses, what a Sentinel-mode client is given. */

@@ -316,6 +316,23 @@ export async function pollUntil<T>(
 }
 
 /**
+ * Resolves with `group` once `boot` has started it; when `boot` fails, stops whatever it had
+ * started (`group.stop()`) and rethrows, so that a failed start leaves no process behind.
+ */
+export async function bootedOrStopped<T extends { stop(): Promise<void> }>(
+  group: T,
+  boot: () => Promise<void>,
+): Promise<T> {
+  try {
+    await boot();
+  } catch (error) {
+    await group.stop();
+    throw error;
+  }
+  return group;
+}
+
+/**
  * Like `Promise.all`, but settles only once every start has, so that a process still starting
  * when another fails is recorded, and stopped, before the group is.
  */
