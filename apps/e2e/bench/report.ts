@@ -58,6 +58,11 @@ export interface PrioritiesBenchResults extends BenchRun {
   priorities: PrioritiesResult;
 }
 
+/** Only the plugin-watcher's memory (`BENCH_ONLY=watcher-memory`). */
+export interface WatcherMemoryBenchResults extends BenchRun {
+  watcherMemory: WatcherMemoryResult;
+}
+
 export function machineInfo(): BenchRun['machine'] {
   return {
     cpus: os.cpus().length,
@@ -173,6 +178,17 @@ export function priorityGoal(p: PrioritiesResult): Goal {
   };
 }
 
+/** Issue 18: at most 64 KiB of resident set and of heap per plugin stream. */
+export function watcherMemoryGoal(m: WatcherMemoryResult): Goal {
+  const limit = 64 * 1024;
+  return {
+    name: `plugin-watcher memory per stream at ${m.streams} streams`,
+    goal: '≤ 64 KiB RSS and ≤ 64 KiB heap used',
+    actual: `${kib(m.rssBytesPerStream)} RSS, ${kib(m.heapUsedBytesPerStream)} heap used`,
+    met: m.rssBytesPerStream <= limit && m.heapUsedBytesPerStream <= limit,
+  };
+}
+
 /** The goals, each met or not, from the figures. */
 export function evaluateGoals(
   floor: FloorResult,
@@ -226,13 +242,17 @@ export function evaluateGoals(
 
 const ms = (value: number): string => `${round(value, 2)} ms`;
 const mib = (bytes: number): string => `${round(bytes / 2 ** 20, 1)} MiB`;
+const kib = (bytes: number): string => `${round(bytes / 1024, 1)} KiB`;
 
-function table(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly (string | number)[])[],
+): string {
   const line = (cells: readonly (string | number)[]): string => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-function heading(results: BenchRun, title: string): string[] {
+export function heading(results: BenchRun, title: string): string[] {
   const { machine } = results;
   return [
     `# ${title}, ${results.date}`,
@@ -240,7 +260,7 @@ function heading(results: BenchRun, title: string): string[] {
   ];
 }
 
-function goalsTable(goals: readonly Goal[]): string {
+export function goalsTable(goals: readonly Goal[]): string {
   return table(
     ['goal', 'target', 'actual', 'met'],
     goals.map((g) => [g.name, g.goal, g.actual, g.met ? 'met' : '**not met**']),
@@ -288,13 +308,57 @@ function prioritiesSection(p: PrioritiesResult): string[] {
 
 /** The results of `BENCH_ONLY=priorities` as markdown. */
 export function prioritiesMarkdown(results: PrioritiesBenchResults): string {
+  return onePartMarkdown(results, 'sync priorities', prioritiesSection(results.priorities));
+}
+
+/** The results of a `BENCH_ONLY` run: the heading, its part's section, its goals. */
+function onePartMarkdown(
+  results: PrioritiesBenchResults | WatcherMemoryBenchResults,
+  part: string,
+  section: string[],
+): string {
   const sections = [
-    ...heading(results, 'slicekeeper system benchmark (sync priorities only)'),
-    ...prioritiesSection(results.priorities),
+    ...heading(results, `slicekeeper system benchmark (${part} only)`),
+    ...section,
     '## Goals',
     goalsTable(results.goals),
   ];
   return `${sections.join('\n\n')}\n`;
+}
+
+function watcherMemorySection(m: WatcherMemoryResult): string[] {
+  return [
+    '## Plugin-watcher memory per stream',
+    table(
+      [
+        'streams',
+        'RSS before',
+        'RSS after',
+        'RSS / stream',
+        'heap used / stream',
+        'time to stream',
+      ],
+      [
+        [
+          m.streams,
+          mib(m.rssBeforeBytes),
+          mib(m.rssAfterBytes),
+          kib(m.rssBytesPerStream),
+          kib(m.heapUsedBytesPerStream),
+          `${m.secondsToStream} s`,
+        ],
+      ],
+    ),
+  ];
+}
+
+/** The results of `BENCH_ONLY=watcher-memory` as markdown. */
+export function watcherMemoryMarkdown(results: WatcherMemoryBenchResults): string {
+  return onePartMarkdown(
+    results,
+    'plugin-watcher memory',
+    watcherMemorySection(results.watcherMemory),
+  );
 }
 
 /** The results as markdown tables. */
@@ -408,27 +472,7 @@ export function markdown(results: BenchResults): string {
     syncerMemoryTable(results.syncerMemory),
     '## CPU seconds per process and phase (from /proc; the bench hosts the in-process drivers)',
     cpuTable(results),
-    '## Plugin-watcher memory per stream',
-    table(
-      [
-        'streams',
-        'RSS before',
-        'RSS after',
-        'RSS / stream',
-        'heap used / stream',
-        'time to stream',
-      ],
-      [
-        [
-          results.watcherMemory.streams,
-          mib(results.watcherMemory.rssBeforeBytes),
-          mib(results.watcherMemory.rssAfterBytes),
-          `${round(results.watcherMemory.rssBytesPerStream / 1024, 1)} KiB`,
-          `${round(results.watcherMemory.heapUsedBytesPerStream / 1024, 1)} KiB`,
-          `${results.watcherMemory.secondsToStream} s`,
-        ],
-      ],
-    ),
+    ...watcherMemorySection(results.watcherMemory),
     ...prioritiesSection(results.priorities),
     '## Goals',
     goalsTable(results.goals),
@@ -477,7 +521,6 @@ function cpuTable(results: BenchResults): string {
 }
 
 function syncerMemoryTable(m: SyncerMemoryResult): string {
-  const kib = (bytes: number): string => `${round(bytes / 1024, 1)} KiB`;
   return [
     table(
       ['syncer', 'slices / Nodes cached', 'RSS', 'heap used'],

@@ -1,6 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@slicekeeper/queue';
 import { System } from '../src/harness';
 import type { EmulatorClient, SystemOptions } from '../src/harness';
 
@@ -21,6 +21,8 @@ export interface ApiCalls {
   watches: number;
   /** create, update, patch and delete of resourceslices. */
   writes: number;
+  /** Writes of Nodes and their status (the syncer's `DRAResourcesPublished` condition). */
+  nodeWrites: number;
 }
 
 const READ_VERBS = new Set(['get', 'list']);
@@ -28,7 +30,14 @@ const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecolle
 
 /** The emulator's request counters, summed into reads, watches and writes. */
 export async function apiCalls(emulator: EmulatorClient): Promise<ApiCalls> {
-  const calls: ApiCalls = { reads: 0, sliceReads: 0, nodeReads: 0, watches: 0, writes: 0 };
+  const calls: ApiCalls = {
+    reads: 0,
+    sliceReads: 0,
+    nodeReads: 0,
+    watches: 0,
+    writes: 0,
+    nodeWrites: 0,
+  };
   for (const c of await emulator.counters()) {
     const slices = c.resource === 'resourceslices';
     const nodes = c.resource === 'nodes';
@@ -36,6 +45,9 @@ export async function apiCalls(emulator: EmulatorClient): Promise<ApiCalls> {
     if (READ_VERBS.has(c.verb) && nodes) calls.nodeReads += c.count;
     if (c.verb === 'watch' && (slices || nodes)) calls.watches += c.count;
     if (WRITE_VERBS.has(c.verb) && slices) calls.writes += c.count;
+    if (WRITE_VERBS.has(c.verb) && (nodes || c.resource === 'nodes/status')) {
+      calls.nodeWrites += c.count;
+    }
   }
   calls.reads = calls.sliceReads + calls.nodeReads;
   return calls;
@@ -48,6 +60,7 @@ export function callsSince(before: ApiCalls, after: ApiCalls): ApiCalls {
     nodeReads: after.nodeReads - before.nodeReads,
     watches: after.watches - before.watches,
     writes: after.writes - before.writes,
+    nodeWrites: after.nodeWrites - before.nodeWrites,
   };
 }
 
@@ -90,11 +103,96 @@ export async function settledSyncs(
 }
 
 /** `used_memory` from Redis's `INFO memory`, bytes. */
-export async function redisUsedMemory(redis: Redis): Promise<number> {
+export async function redisUsedMemory(redis: RedisClient): Promise<number> {
   const info = await redis.info('memory');
   const match = /^used_memory:(\d+)/m.exec(info);
   if (match?.[1] === undefined) throw new Error('INFO memory has no used_memory');
   return Number(match[1]);
+}
+
+/**
+ * Redis's `INFO commandstats`, summed and per command. Redis counts a command a script runs as a
+ * command of its own, and its time both there and in the script's (`evalsha`) time.
+ */
+export interface RedisCommandStats {
+  /** Commands run, those run by scripts included. */
+  calls: number;
+  /** Scripts run (`eval`, `evalsha`, `fcall`): each one request of a client. */
+  scriptCalls: number;
+  byCommand: Record<string, { calls: number; usec: number }>;
+}
+
+const SCRIPT_COMMANDS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
+
+function commandStats(byCommand: RedisCommandStats['byCommand']): RedisCommandStats {
+  let calls = 0;
+  let scriptCalls = 0;
+  for (const [command, stats] of Object.entries(byCommand)) {
+    calls += stats.calls;
+    if (SCRIPT_COMMANDS.has(command)) scriptCalls += stats.calls;
+  }
+  return { calls, scriptCalls, byCommand };
+}
+
+/** Redis's `INFO commandstats` so far. */
+export async function redisCommandStats(redis: RedisClient): Promise<RedisCommandStats> {
+  const byCommand: RedisCommandStats['byCommand'] = {};
+  const info = await redis.info('commandstats');
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    const [, command = '', calls = '0', usec = '0'] = match;
+    byCommand[command] = { calls: Number(calls), usec: Number(usec) };
+  }
+  return commandStats(byCommand);
+}
+
+/** The commands run between two `redisCommandStats()` readings. */
+export function commandStatsSince(
+  before: RedisCommandStats,
+  after: RedisCommandStats,
+): RedisCommandStats {
+  const byCommand: RedisCommandStats['byCommand'] = {};
+  for (const [command, now] of Object.entries(after.byCommand)) {
+    const then = before.byCommand[command] ?? { calls: 0, usec: 0 };
+    if (now.calls === then.calls) continue;
+    byCommand[command] = { calls: now.calls - then.calls, usec: now.usec - then.usec };
+  }
+  return commandStats(byCommand);
+}
+
+/** What a stretch of a run cost. */
+export interface Spent {
+  api: ApiCalls;
+  /** Syncs run by every replica, those the stretch's writes asked for through the watch included. */
+  syncs: number;
+  /** CPU seconds per process (see {@link cpuSeconds}). */
+  cpuSeconds: Record<string, number>;
+  redis: RedisCommandStats;
+}
+
+/**
+ * Starts counting what a stretch of a run costs: API calls, syncs, CPU per process and Redis
+ * commands. The function it returns ends the stretch: CPU at once, the rest once the syncs
+ * have settled.
+ */
+export async function startCounting(
+  emulator: EmulatorClient,
+  redis: RedisClient,
+  syncerMetrics: readonly string[],
+): Promise<() => Promise<Spent>> {
+  const api = await apiCalls(emulator);
+  const syncs = await syncsRun(syncerMetrics);
+  const cpu = await cpuSeconds();
+  const commands = await redisCommandStats(redis);
+  return async () => {
+    const cpuSpent = cpuSince(cpu, await cpuSeconds());
+    const syncsSpent = (await settledSyncs(syncerMetrics)) - syncs;
+    return {
+      api: callsSince(api, await apiCalls(emulator)),
+      syncs: syncsSpent,
+      cpuSeconds: cpuSpent,
+      redis: commandStatsSince(commands, await redisCommandStats(redis)),
+    };
+  };
 }
 
 const running = new Set<System>();
@@ -137,19 +235,23 @@ export function closeSystemsOnSignal(): void {
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux). */
 const CLOCK_TICKS = 100;
 
-/**
- * CPU seconds used so far by this process (`bench`) and by each service it started, by app name
- * (replicas summed; `redis` for redis-server), from /proc on Linux; only `bench` elsewhere.
- */
-export async function cpuSeconds(): Promise<Record<string, number>> {
-  const own = process.cpuUsage();
-  const totals: Record<string, number> = { bench: (own.user + own.system) / 1e6 };
+/** A child process of the bench: its pid and name (see {@link cpuSeconds}). */
+interface ChildProcess {
+  pid: string;
+  name: string;
+  /** The fields of /proc/<pid>/stat after the command: state, ppid, … */
+  stat: string[];
+}
+
+/** The bench's child processes, from /proc on Linux; none elsewhere. */
+async function childProcesses(): Promise<ChildProcess[]> {
   let pids: string[] = [];
   try {
     pids = (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry));
   } catch {
-    return totals;
+    return [];
   }
+  const children: ChildProcess[] = [];
   await Promise.all(
     pids.map(async (pid) => {
       try {
@@ -160,13 +262,44 @@ export async function cpuSeconds(): Promise<Record<string, number>> {
         const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
         const app = /\/apps\/([^/]+)\/src\/main\.ts/.exec(cmdline)?.[1];
         const name = app ?? (cmdline.includes('redis-server') ? 'redis' : 'other');
-        const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-        totals[name] = (totals[name] ?? 0) + seconds;
+        children.push({ pid, name, stat: fields });
       } catch {
         // Gone meanwhile.
       }
     }),
   );
+  return children;
+}
+
+/**
+ * CPU seconds used so far by this process (`bench`) and by each service it started, by app name
+ * (replicas summed; `redis` for redis-server), from /proc on Linux; only `bench` elsewhere.
+ */
+export async function cpuSeconds(): Promise<Record<string, number>> {
+  const own = process.cpuUsage();
+  const totals: Record<string, number> = { bench: (own.user + own.system) / 1e6 };
+  for (const child of await childProcesses()) {
+    const seconds = (Number(child.stat[11]) + Number(child.stat[12])) / CLOCK_TICKS;
+    totals[child.name] = (totals[child.name] ?? 0) + seconds;
+  }
+  return totals;
+}
+
+/**
+ * Resident set (VmRSS) of this process (`bench`) and of each service it started, bytes, named
+ * as by {@link cpuSeconds} (replicas summed).
+ */
+export async function rssBytes(): Promise<Record<string, number>> {
+  const totals: Record<string, number> = { bench: process.memoryUsage.rss() };
+  for (const child of await childProcesses()) {
+    try {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
+      const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0);
+      totals[child.name] = (totals[child.name] ?? 0) + kib * 1024;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
   return totals;
 }
 

@@ -5,28 +5,25 @@
  * streams would measure the bench's drivers, not the syncers).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
+import { Queue } from 'bullmq';
+import {
+  NODE_STATUS_QUEUE_NAME,
+  keyId,
+  queuePrefix,
+  syncStatusSchema,
+} from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
-import type { DriverInventory, SliceKey, SyncReason } from '@slicekeeper/contracts';
+import type { DriverInventory, SliceKey, SyncReason, SyncStatus } from '@slicekeeper/contracts';
 import { fromDriverInventory, toDriverInventory } from '@slicekeeper/proto';
 import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
+import type { RedisClient } from '@slicekeeper/queue';
 import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
-import type { Redis } from 'ioredis';
+import type { StoreResult } from '@slicekeeper/state';
 import { gpuInventory, inParallel } from '../src/harness';
 import type { System } from '../src/harness';
 import { round } from './stats';
-import {
-  apiCalls,
-  callsSince,
-  cpuSeconds,
-  cpuSince,
-  progress,
-  redisUsedMemory,
-  settledSyncs,
-  syncsRun,
-  withSystem,
-} from './support';
-import type { ApiCalls } from './support';
+import { progress, redisUsedMemory, startCounting, withSystem } from './support';
+import type { ApiCalls, RedisCommandStats } from './support';
 
 const PREFIX = 'sk';
 /** The drivers of every node: two keys a node. */
@@ -48,6 +45,24 @@ export interface SyncPhaseResult {
   syncs: number;
   /** CPU seconds per process during the phase. */
   cpuSeconds: Record<string, number>;
+  /** Redis's INFO commandstats over the phase (every client, script internals included). */
+  redis: RedisCommandStats;
+  /** What the bench itself asked of Redis to tell when the phase ended (part of `redis`). */
+  polling: StatusPolling;
+  /**
+   * With `quietPolling`: from the phase's start until the node conditions its syncs asked for
+   * were written too, s; the phase's counts (CPU, API calls, syncs, Redis) run until then.
+   */
+  nodeConditionsSeconds?: number;
+}
+
+/** The bench's own reads while it waits for a phase to end. */
+export interface StatusPolling {
+  /** MGETs of sync statuses, and the statuses they read. */
+  statusReads: number;
+  statusesRead: number;
+  /** Job-count reads of the sync queue (with `quietPolling`). */
+  queuePolls: number;
 }
 
 export interface SyncRunResult {
@@ -68,6 +83,16 @@ export interface SyncRunOptions {
   concurrency: number;
   /** Extra settings of every slice-syncer replica (e.g. a fixed PROBE_PORT). */
   syncerEnv?: Record<string, string>;
+  /** Extra settings of the registration API (e.g. a higher RATE_LIMIT_MAX). */
+  apiEnv?: Record<string, string>;
+  /** Names the System (its logs go to `reports/e2e/<name>/`). @defaultValue `bench-sync-<replicas>` */
+  name?: string;
+  /**
+   * Wait for a phase's end by polling the queue's job counts until no job waits or runs, and
+   * only then the keys' statuses. Polling every pending key's status each 200 ms (the default)
+   * reads more from Redis at 50,000 keys than the syncs themselves do. @defaultValue false
+   */
+  quietPolling?: boolean;
   /** Runs once the system is up, before any Node or key exists (an empty cluster). */
   beforeNodes?: (system: System) => Promise<void>;
   /** Runs after the churn phase, every key published and synced. */
@@ -75,6 +100,7 @@ export interface SyncRunOptions {
     system: System,
     keys: readonly SliceKey[],
     syncerMetrics: readonly string[],
+    producer: Producer,
   ) => Promise<void>;
 }
 
@@ -100,7 +126,7 @@ function nicInventory(rev: number): DriverInventory {
 }
 
 /** The key's inventory as the watcher stores it: sent over the wire and mapped back. */
-function inventoryOf(key: SliceKey, rev: number): DriverInventory {
+export function inventoryOf(key: SliceKey, rev: number): DriverInventory {
   const sent = key.driver === 'nic.example.com' ? nicInventory(rev) : gpuInventory({ rev });
   return toDriverInventory(fromDriverInventory(sent), { nodeName: key.node });
 }
@@ -119,7 +145,8 @@ export function clusterKeys(count: number): { nodes: string[]; keys: SliceKey[] 
 /** A fresh System with `replicas` syncers; cold, warm and churn over `keys` keys. */
 export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResult> {
   const { nodes, keys } = clusterKeys(options.keys);
-  const name = `bench-sync-${options.replicas}`;
+  const name = options.name ?? `bench-sync-${options.replicas}`;
+  const phaseOptions = { quietPolling: options.quietPolling ?? false };
   return withSystem(
     {
       name,
@@ -135,6 +162,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
         RELIST_INTERVAL: '1h',
         ...options.syncerEnv,
       },
+      ...(options.apiEnv === undefined ? {} : { apiEnv: options.apiEnv }),
     },
     async (system) => {
       // The bench plays the watcher's part, so that nothing but the syncers acts on the keys.
@@ -148,19 +176,25 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
         connectionName: 'bench',
       });
       const producer = new Producer(redis);
+      const measure = (
+        phaseName: SyncPhaseResult['phase'],
+        phaseKeys: readonly SliceKey[],
+        reason: SyncReason,
+      ): Promise<SyncPhaseResult> =>
+        phase(system, metrics, producer, phaseName, phaseKeys, reason, undefined, phaseOptions);
       try {
         const memoryBefore = await redisUsedMemory(redis);
         progress(`sync ×${options.replicas}: registering ${keys.length} keys…`);
         await producer.register(keys);
         progress(`sync ×${options.replicas}: cold publish of ${keys.length} keys…`);
-        const cold = await phase(system, metrics, producer, 'cold', keys, 'snapshot');
+        const cold = await measure('cold', keys, 'snapshot');
         const memoryAfter = await redisUsedMemory(redis);
         progress(`sync ×${options.replicas}: warm resync of ${keys.length} keys…`);
-        const warm = await phase(system, metrics, producer, 'warm', keys, 'resync');
+        const warm = await measure('warm', keys, 'resync');
         const churned = keys.filter((_, i) => i % 10 === 0);
         progress(`sync ×${options.replicas}: 10% churn (${churned.length} keys)…`);
-        const churn = await phase(system, metrics, producer, 'churn', churned, 'snapshot');
-        await options.afterPhases?.(system, keys, metrics);
+        const churn = await measure('churn', churned, 'snapshot');
+        await options.afterPhases?.(system, keys, metrics, producer);
         return {
           replicas: options.replicas,
           concurrency: options.concurrency,
@@ -184,18 +218,24 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
  * registrations, snapshots and stream states, sync jobs.
  */
 export class Producer {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Key id → the snapshot generation last stored. */
   readonly generations = new Map<string, number>();
   private readonly registrations: RegistrationStore;
   private readonly snapshots: SnapshotWriter;
   private readonly queue: SyncQueue;
+  /** The syncers' node condition queue, only counted. */
+  private readonly nodeConditions: Queue;
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     this.redis = redis;
     this.registrations = new RegistrationStore({ redis, prefix: PREFIX });
     this.snapshots = new SnapshotWriter({ redis, prefix: PREFIX });
     this.queue = new SyncQueue({ connection: redis, prefix: PREFIX });
+    this.nodeConditions = new Queue(NODE_STATUS_QUEUE_NAME, {
+      connection: redis,
+      prefix: queuePrefix(PREFIX),
+    });
   }
 
   register(keys: readonly SliceKey[]): Promise<void> {
@@ -222,6 +262,31 @@ export class Producer {
   }
 
   /**
+   * What the plugin-watcher does when it opens the stream of a plugin that registered again and
+   * the plugin sends the inventory it had: stores it again (equal to the stored one, so nothing
+   * is written unless no sync has finished for it yet), asks for the sync it owes, if any, and
+   * records the stream as streaming from `endpoint`. Returns what the store did.
+   */
+  async reopenStream(key: SliceKey, endpoint: string): Promise<StoreResult['kind']> {
+    const id = keyId(key);
+    const now = new Date();
+    const rev = this.generations.get(id) ?? 0;
+    const stored = await this.snapshots.store(key, endpoint, inventoryOf(key, rev), now);
+    if (stored.kind === 'stored') this.generations.set(id, stored.generation);
+    if (stored.kind === 'stored' || stored.kind === 'unsynced') {
+      await this.enqueue(key, 'snapshot');
+    }
+    await this.snapshots.writeState(key, {
+      state: 'streaming',
+      endpoint,
+      since: now.toISOString(),
+      lastMessageAt: now.toISOString(),
+      reconnects: 0,
+    });
+    return stored.kind;
+  }
+
+  /**
    * Records the key's stream as lost at `since`, as the watcher does when a stream fails (an
    * error, not EOF): its devices are tainted `driver-unreachable` at the key's next sync.
    */
@@ -241,6 +306,16 @@ export class Producer {
     return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
   }
 
+  /** Sync jobs waiting, prioritized or running (not delayed): 0 once a phase has drained. */
+  unfinished(): Promise<number> {
+    return unfinishedJobs(this.queue.queue);
+  }
+
+  /** Node condition evaluations waiting, prioritized or running (not delayed). */
+  unfinishedNodeConditions(): Promise<number> {
+    return unfinishedJobs(this.nodeConditions);
+  }
+
   enqueue(key: SliceKey, reason: SyncReason): Promise<void> {
     return this.queue.enqueue(key, reason);
   }
@@ -250,12 +325,24 @@ export class Producer {
     await this.queue.queue.promoteJobs();
   }
 
-  close(): Promise<void> {
-    return this.queue.close();
+  async close(): Promise<void> {
+    await this.nodeConditions.close();
+    await this.queue.close();
   }
 }
 
+async function unfinishedJobs(queue: Queue): Promise<number> {
+  const counts = await queue.getJobCounts('waiting', 'prioritized', 'active');
+  return (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.active ?? 0);
+}
+
 const VERSION = 'v1.ResourcePublisher';
+
+/** How a phase waits for its end. */
+export interface PhaseOptions {
+  /** See {@link SyncRunOptions.quietPolling}. @defaultValue false */
+  quietPolling?: boolean;
+}
 
 /**
  * One phase: for a `snapshot` phase, each key's next inventory is stored as the watcher stores
@@ -271,24 +358,28 @@ export async function phase(
   keys: readonly SliceKey[],
   reason: SyncReason,
   whileDraining?: () => Promise<void>,
+  options: PhaseOptions = {},
 ): Promise<SyncPhaseResult> {
-  const before = await apiCalls(system.emulator);
-  const syncsBefore = await syncsRun(syncerMetrics);
-  const cpuBefore = await cpuSeconds();
+  const stop = await startCounting(system.emulator, producer.redis, syncerMetrics);
   const startedAt = Date.now();
   await inParallel(keys, SEED_PARALLEL, async (key) => {
     if (reason === 'snapshot') await producer.publish(key);
     await producer.enqueue(key, reason);
   });
   if (reason === 'resync') await producer.promoteDelayed();
-  const drained = untilSynced(producer, keys, startedAt, `${name} phase`).then(
-    () => (Date.now() - startedAt) / 1000,
-  );
+  const polling: StatusPolling = { statusReads: 0, statusesRead: 0, queuePolls: 0 };
+  const quiet = options.quietPolling === true;
+  const drained = (async () => {
+    if (quiet) await untilDrained(() => producer.unfinished(), polling);
+    await untilSynced(producer, keys, startedAt, `${name} phase`, polling);
+    return (Date.now() - startedAt) / 1000;
+  })();
   const [seconds] = await Promise.all([drained, whileDraining?.()]);
-  const cpu = cpuSince(cpuBefore, await cpuSeconds());
+  // The node conditions the phase's syncs asked for lag behind them: their work is the phase's.
+  if (quiet) await untilDrained(() => producer.unfinishedNodeConditions(), polling);
+  const settledSeconds = (Date.now() - startedAt) / 1000;
   // The syncs the phase's writes asked for through the watch count as the phase's.
-  const syncs = (await settledSyncs(syncerMetrics)) - syncsBefore;
-  const calls = callsSince(before, await apiCalls(system.emulator));
+  const { api: calls, syncs, cpuSeconds: cpu, redis: commands } = await stop();
   return {
     phase: name,
     keys: keys.length,
@@ -301,7 +392,51 @@ export async function phase(
     api: calls,
     syncs,
     cpuSeconds: cpu,
+    redis: commands,
+    polling,
+    ...(quiet ? { nodeConditionsSeconds: round(settledSeconds, 2) } : {}),
   };
+}
+
+/** Polls a queue's job counts until no job waits or runs. */
+export async function untilDrained(
+  unfinished: () => Promise<number>,
+  polling?: StatusPolling,
+  timeoutMs = 1_800_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (polling !== undefined) polling.queuePolls++;
+    if ((await unfinished()) === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(`sync queue not drained after ${timeoutMs / 1000} s`);
+    await sleep(200);
+  }
+}
+
+/** Statuses read per MGET. */
+const STATUS_BATCH = 2000;
+
+/** The keys' sync statuses (undefined where none is recorded), in the keys' order. */
+export async function readStatuses(
+  redis: RedisClient,
+  keys: readonly SliceKey[],
+  polling?: StatusPolling,
+): Promise<(SyncStatus | undefined)[]> {
+  const rk = redisKeys(PREFIX);
+  const statuses: (SyncStatus | undefined)[] = [];
+  for (let i = 0; i < keys.length; i += STATUS_BATCH) {
+    const batch = keys.slice(i, i + STATUS_BATCH);
+    const raws = await redis.mget(...batch.map((key) => rk.syncStatus(key)));
+    if (polling !== undefined) {
+      polling.statusReads++;
+      polling.statusesRead += batch.length;
+    }
+    for (const raw of raws) {
+      statuses.push(raw === null ? undefined : syncStatusSchema.parse(JSON.parse(raw)));
+    }
+  }
+  return statuses;
 }
 
 const TERMINAL = new Set(['invalid', 'failed', 'node-missing', 'withdrawn']);
@@ -312,34 +447,30 @@ async function untilSynced(
   keys: readonly SliceKey[],
   since: number,
   what: string,
+  polling: StatusPolling,
   timeoutMs = 600_000,
 ): Promise<void> {
-  const rk = redisKeys(PREFIX);
   let pending = [...keys];
   const deadline = Date.now() + timeoutMs;
   while (pending.length > 0) {
+    const statuses = await readStatuses(producer.redis, pending, polling);
     const still: SliceKey[] = [];
-    for (let i = 0; i < pending.length; i += 2000) {
-      const batch = pending.slice(i, i + 2000);
-      const raws = await producer.redis.mget(...batch.map((key) => rk.syncStatus(key)));
-      batch.forEach((key, j) => {
-        const raw = raws[j];
-        if (raw === null || raw === undefined) {
-          still.push(key);
-          return;
-        }
-        const status = syncStatusSchema.parse(JSON.parse(raw));
-        const generation = producer.generations.get(keyId(key));
-        const current =
-          Date.parse(status.finishedAt) >= since && status.snapshotGeneration === generation;
-        if (current && TERMINAL.has(status.outcome)) {
-          throw new Error(
-            `${what}: ${keyId(key)} ended ${status.outcome}: ${status.error ?? 'no error'}`,
-          );
-        }
-        if (!current || status.outcome !== 'synced') still.push(key);
-      });
-    }
+    pending.forEach((key, j) => {
+      const status = statuses[j];
+      if (status === undefined) {
+        still.push(key);
+        return;
+      }
+      const generation = producer.generations.get(keyId(key));
+      const current =
+        Date.parse(status.finishedAt) >= since && status.snapshotGeneration === generation;
+      if (current && TERMINAL.has(status.outcome)) {
+        throw new Error(
+          `${what}: ${keyId(key)} ended ${status.outcome}: ${status.error ?? 'no error'}`,
+        );
+      }
+      if (!current || status.outcome !== 'synced') still.push(key);
+    });
     pending = still;
     if (pending.length === 0) return;
     if (Date.now() > deadline) {

@@ -25,7 +25,8 @@
  * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4", must include 1), BENCH_SECONDS per
  * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000), BENCH_PRIORITY_KEYS (10000),
  * BENCH_PRIORITY_PROBES (40 of each kind); BENCH_ONLY=priorities runs part 6 alone and writes
- * bench/results/<date>-priorities.json.
+ * bench/results/<date>-priorities.json, BENCH_ONLY=watcher-memory part 5 alone and writes
+ * bench/results/<date>-watcher-memory.json.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -49,9 +50,11 @@ import {
   prioritiesMarkdown,
   priorityGoal,
   readsLine,
+  watcherMemoryGoal,
+  watcherMemoryMarkdown,
   writeResults,
 } from './report';
-import type { BenchResults, PrioritiesBenchResults } from './report';
+import type { BenchResults, PrioritiesBenchResults, WatcherMemoryBenchResults } from './report';
 import { round } from './stats';
 import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunResult } from './sync-throughput';
@@ -80,7 +83,9 @@ if (!REPLICAS.includes(1)) throw new Error('BENCH_REPLICAS must include 1 (repai
 const PRIORITY_KEYS = positiveInt('BENCH_PRIORITY_KEYS', 10_000);
 const PRIORITY_PROBES = positiveInt('BENCH_PRIORITY_PROBES', 40);
 const ONLY = process.env.BENCH_ONLY ?? '';
-if (ONLY !== '' && ONLY !== 'priorities') throw new Error('BENCH_ONLY: "priorities" or unset');
+if (ONLY !== '' && ONLY !== 'priorities' && ONLY !== 'watcher-memory') {
+  throw new Error('BENCH_ONLY: "priorities", "watcher-memory" or unset');
+}
 /** Sync jobs per syncer replica at once, in every phase. */
 const CONCURRENCY = 16;
 /** Drivers (keys, one per node) of the latency phases. */
@@ -242,10 +247,35 @@ async function prioritiesOnly(): Promise<void> {
   progress(`results written to ${path}`);
 }
 
+/** `BENCH_ONLY=watcher-memory`: part 5 alone, in a results file of its own. */
+async function watcherMemoryOnly(): Promise<void> {
+  const startedAt = new Date();
+  const machine = machineInfo();
+  const start = performance.now();
+  progress(`watcher memory: fresh system for ${STREAMS} streams…`);
+  const watcherMemory = await measureWatcherMemory(STREAMS);
+  const results: WatcherMemoryBenchResults = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    settings: { streams: STREAMS },
+    watcherMemory,
+    goals: [watcherMemoryGoal(watcherMemory)],
+    durationSeconds: round((performance.now() - start) / 1000, 1),
+  };
+  const path = await writeResults(results, '-watcher-memory');
+  process.stdout.write(watcherMemoryMarkdown(results));
+  progress(`results written to ${path}`);
+}
+
 async function main(): Promise<void> {
   closeSystemsOnSignal();
   if (ONLY === 'priorities') {
     await prioritiesOnly();
+    return;
+  }
+  if (ONLY === 'watcher-memory') {
+    await watcherMemoryOnly();
     return;
   }
   const startedAt = new Date();
@@ -300,7 +330,10 @@ async function main(): Promise<void> {
     syncerMemory,
     watcherMemory,
     priorities: prioritiesResult,
-    goals: evaluateGoals(floor, latency, sync, apiReads, prioritiesResult),
+    goals: [
+      ...evaluateGoals(floor, latency, sync, apiReads, prioritiesResult),
+      watcherMemoryGoal(watcherMemory),
+    ],
     durationSeconds: round((performance.now() - start) / 1000, 1),
   };
   const path = await writeResults(results);
