@@ -271,6 +271,11 @@ export class ClusterCache {
     return this.slices.keys();
   }
 
+  /** The keys of `node` ('' = cluster-scoped) with a managed slice in the view. */
+  keysOfNode(node: string): SliceKey[] {
+    return this.slices.keysOfNode(node);
+  }
+
   /** The Node's UID; undefined when the watch knows no such Node. */
   nodeUid(name: string): string | undefined {
     return this.nodes.get(name)?.uid;

@@ -105,6 +105,8 @@ export class SliceStore {
   private readonly echoes = new Map<string, number>();
   /** key id → the key and the names of watched copies and recorded writes in it. */
   private readonly byKey = new Map<string, { key: SliceKey; names: Set<string> }>();
+  /** node name → the ids of the keys in byKey on that node ('' for cluster-scoped keys). */
+  private readonly byNode = new Map<string, Set<string>>();
   /** driver/pool → names. */
   private readonly byPool = new Map<string, Set<string>>();
   /** name → the key id and pool id it is indexed under (one each for watched and written). */
@@ -150,6 +152,17 @@ export class SliceStore {
     return [...this.byKey.values()]
       .filter((entry) => this.slicesOf(entry.key).length > 0)
       .map((entry) => entry.key);
+  }
+
+  /** The keys of `node` ('' = cluster-scoped) that have a managed slice in the view. */
+  keysOfNode(node: string): SliceKey[] {
+    this.sweep();
+    const keys: SliceKey[] = [];
+    for (const id of this.byNode.get(node) ?? []) {
+      const entry = this.byKey.get(id);
+      if (entry !== undefined && this.slicesOf(entry.key).length > 0) keys.push(entry.key);
+    }
+    return keys;
   }
 
   /** What a create or update returned. */
@@ -328,7 +341,12 @@ export class SliceStore {
       if (keys.includes(id)) continue;
       const entry = this.byKey.get(id);
       entry?.names.delete(name);
-      if (entry?.names.size === 0) this.byKey.delete(id);
+      if (entry?.names.size === 0) {
+        this.byKey.delete(id);
+        const ids = this.byNode.get(entry.key.node);
+        ids?.delete(id);
+        if (ids?.size === 0) this.byNode.delete(entry.key.node);
+      }
     }
     for (const id of before?.pools ?? []) {
       if (pools.includes(id)) continue;
@@ -340,7 +358,12 @@ export class SliceStore {
       const key = sliceKeyOf(slice);
       const id = keyId(key);
       let entry = this.byKey.get(id);
-      if (entry === undefined) this.byKey.set(id, (entry = { key, names: new Set() }));
+      if (entry === undefined) {
+        this.byKey.set(id, (entry = { key, names: new Set() }));
+        let ids = this.byNode.get(key.node);
+        if (ids === undefined) this.byNode.set(key.node, (ids = new Set()));
+        ids.add(id);
+      }
       entry.names.add(name);
       const pool = poolIdOf(slice);
       let names = this.byPool.get(pool);

@@ -60,14 +60,21 @@ export class NodePublishState {
     this.keys = redisKeys(options.prefix);
   }
 
-  /** The registered keys of `node` ('' = the cluster-scoped keys), in driver order. */
-  async read(node: string): Promise<KeyPublishState[]> {
+  /**
+   * The registered keys of `node` ('' = the cluster-scoped keys), in driver order, and then
+   * those of `published` (keys whose slices are still up) that are not registered: a driver
+   * that deregistered to restart keeps its slices through the removal grace, and its key still
+   * counts for the node.
+   */
+  async read(node: string, published: readonly SliceKey[] = []): Promise<KeyPublishState[]> {
     const ids = await this.redis.zrangebylex(
       this.keys.registrationIndex,
       `[${node}/`,
       `[${node}/\xff`,
     );
-    return Promise.all(ids.map((id) => this.readKey(node, id)));
+    const registered = new Set(ids);
+    const unregistered = published.map(keyId).filter((id) => !registered.has(id));
+    return Promise.all([...ids, ...unregistered.sort()].map((id) => this.readKey(node, id)));
   }
 
   private async readKey(node: string, id: string): Promise<KeyPublishState> {

@@ -28,10 +28,13 @@ export class NodeConditionMetrics {
 }
 
 export interface NodeConditionReconcilerOptions {
-  /** The node's registered keys' records (`NodePublishState`). */
+  /** The node's keys' records (`NodePublishState`). */
   records: Pick<NodePublishState, 'read'>;
   /** The Nodes as the watch sees them, with our own condition writes overlaid. */
-  cluster: Pick<ClusterCache, 'nodeUid' | 'publishedCondition' | 'recordNodeCondition'>;
+  cluster: Pick<
+    ClusterCache,
+    'keysOfNode' | 'nodeUid' | 'publishedCondition' | 'recordNodeCondition'
+  >;
   api: Pick<KubeNodeStatusClient, 'patchCondition'>;
   metrics?: NodeConditionMetrics;
   logger: Logger;
@@ -52,7 +55,9 @@ export type NodeConditionResult =
  * One evaluation of a node's `DRAResourcesPublished` condition, level-triggered: whatever asked
  * for it, it makes the Node's condition match the node's keys' records now.
  *
- * 1. Read what is desired: the node's registered keys and their records (Redis).
+ * 1. Read what is desired: the node's registered keys, and the keys whose slices are still up
+ *    without a registration (a driver restarting within the removal grace), with their records
+ *    (Redis).
  * 2. Read what the Node shows: its condition in the watch-fed cache (no API read).
  * 3. Plan: a write only on a transition (`planNodeConditionWrite`).
  * 4. Apply: one strategic merge patch of `nodes/status`; what it returns goes into the cache.
@@ -70,7 +75,7 @@ export class NodeConditionReconciler {
     const { records, cluster, api, metrics } = this.options;
     const log = this.options.logger.child({ node });
     // 1. What is desired.
-    const desired = evaluateNodeCondition(await records.read(node));
+    const desired = evaluateNodeCondition(await records.read(node, cluster.keysOfNode(node)));
     // 2. What the Node shows. A Node the cache does not know yet is evaluated again when it
     // appears (the cache reports it).
     if (cluster.nodeUid(node) === undefined) return 'no-node';

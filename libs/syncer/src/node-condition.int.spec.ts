@@ -159,9 +159,9 @@ class Syncer {
     await this.syncQueue.enqueue(key, 'snapshot');
   }
 
-  /** What the registration API does when a plugin goes. */
-  async remove(key: SliceKey): Promise<void> {
-    await this.registrations.remove(key);
+  /** What the registration API does when a plugin goes, its slices kept for `graceMs`. */
+  async remove(key: SliceKey, graceMs = 0): Promise<void> {
+    await this.registrations.remove(key, { graceMs });
     await this.syncQueue.enqueue(key, 'removed');
   }
 
@@ -356,6 +356,39 @@ describe('the DRAResourcesPublished Node condition, against Redis and the emulat
     });
     expect(await condition('node-b')).toBeUndefined();
     expect(conditionWrites('node-b')).toBe(0);
+  });
+
+  it('stays True through a driver restart within the removal grace: no Node write', async () => {
+    await syncer.publish(gpuA, gpus('node-a', 2));
+    await conditionBecomes('node-a', 'True', 'Published');
+    await syncer.idle();
+    const writes = conditionWrites('node-a');
+    const evaluatedAfter = async (count: number): Promise<number> => {
+      await waitFor(() => syncer.evaluations.length > count, { description: 'an evaluation' });
+      await waitFor(
+        async () => (await syncer.syncQueue.queue.getJobCountByTypes('active', 'waiting')) === 0,
+        { description: 'the syncs done' },
+      );
+      return syncer.evaluations.length;
+    };
+
+    // The driver deregisters on SIGTERM: its slices stay for the grace (its withdrawal waits,
+    // delayed), and the node is evaluated with it.
+    await syncer.remove(gpuA, 60_000);
+    const evaluated = await evaluatedAfter(syncer.evaluations.length);
+    expect(syncer.cluster.keysOfNode('node-a')).toEqual([gpuA]);
+    // Back, as the registration API registers a restarted driver.
+    await syncer.registrations.add({
+      ...gpuA,
+      endpoint: ENDPOINT,
+      version: 'v1.ResourcePublisher',
+    });
+    await syncer.syncQueue.enqueue(gpuA, 'registered');
+    await evaluatedAfter(evaluated);
+
+    expect(syncer.evaluations.slice(-2).map((e) => e.result)).toEqual(['unchanged', 'unchanged']);
+    expect(await condition('node-a')).toMatchObject({ status: 'True', reason: 'Published' });
+    expect(conditionWrites('node-a')).toBe(writes);
   });
 
   it('publishes the condition of a Node that appears after its drivers registered', async () => {

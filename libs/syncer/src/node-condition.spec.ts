@@ -274,13 +274,10 @@ const evaluateCases: EvaluateCase[] = [
     },
   },
   {
-    name: 'publishing-registered-again',
+    // Deregistered to restart: the slices stay through the removal grace, and so does True.
+    name: 'published-within-removal-grace',
     keys: [key(GPU, { status: status('removing'), snapshotGeneration: 3 })],
-    expected: {
-      status: 'False',
-      reason: 'Publishing',
-      message: 'gpu.example.com: registered again, publishing',
-    },
+    expected: { status: 'True', reason: 'Published', message: 'published: gpu.example.com' },
   },
 ];
 

@@ -101,7 +101,10 @@ function judgeKey(state: KeyPublishState): KeyVerdict {
     case 'retrying':
       return verdict('Publishing', `retrying: ${status.error ?? 'a transient error'}`);
     case 'removing':
-      return verdict('Publishing', 'registered again, publishing');
+      // Deregistered (a driver restarting, most often): its slices stay through the removal
+      // grace, and a restart within it must not show on the node. Once withdrawn, the key's
+      // status says so; registered again, its next sync records what it publishes.
+      return verdict('Published', '');
     case 'synced':
     case 'withdrawn':
       break;
