@@ -80,6 +80,8 @@ describe('Reconciler', () => {
     records.records.removal = { removedAt: Date.now(), withdrawAt: Date.now() + 30_000 };
     const { status, retry } = await sync('removed');
     expect(status?.outcome).toBe('removing');
+    // Still the generation published: a driver back with the same inventory owes no sync.
+    expect(status?.snapshotGeneration).toBe(1);
     expect(retry?.retryAfterMs).toBeGreaterThan(29_000);
     expect(cluster.stored.size).toBe(1);
   });

@@ -164,6 +164,11 @@ export class Reconciler {
       attempt: context.attempt,
     });
     let snapshot: InventorySnapshot | undefined;
+    /**
+     * The generation a removal within its grace keeps published: its status says so, so that
+     * the watcher of a driver that registers again with the same inventory owes no sync.
+     */
+    let keptGeneration: number | undefined;
     let writes = 0;
     const record = (
       fields: Omit<SyncStatus, 'startedAt' | 'finishedAt' | 'attempt' | 'snapshotGeneration'>,
@@ -174,7 +179,7 @@ export class Reconciler {
         {
           ...fields,
           startedAt: startedAt.toISOString(),
-          snapshotGeneration: snapshot?.generation ?? 0,
+          snapshotGeneration: snapshot?.generation ?? keptGeneration ?? 0,
           attempt: context.attempt,
         },
         forgetSnapshot,
@@ -186,7 +191,10 @@ export class Reconciler {
       if (!registered) {
         const withdrawAt = turn.removal()?.withdrawAt ?? 0;
         const remainingMs = withdrawAt - startedAt.getTime();
-        if (remainingMs > 0) throw new RemovalPendingError(keyId(key), remainingMs);
+        if (remainingMs > 0) {
+          keptGeneration = turn.previousStatus()?.snapshotGeneration;
+          throw new RemovalPendingError(keyId(key), remainingMs);
+        }
       } else {
         snapshot = turn.snapshot();
         if (snapshot === undefined && context.reason === 'registered') {
