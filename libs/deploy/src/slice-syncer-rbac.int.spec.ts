@@ -240,6 +240,9 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       recordDelete: () => {
         cache.recordDelete(left.metadata);
       },
+      forgetDelete: () => {
+        cache.forgetDelete(left.metadata.name);
+      },
       // Lists and watches the slices again in another served version.
       useApiVersion: () => cache.useApiVersion('v1beta2'),
       // Anti-entropy: lists both again.

@@ -322,6 +322,11 @@ export class ClusterCache {
     this.slices.recordDelete(target);
   }
 
+  /** See `SliceStore.forgetDelete`. */
+  forgetDelete(name: string): void {
+    this.slices.forgetDelete(name);
+  }
+
   /**
    * Anti-entropy: lists the managed slices and the Nodes again from scratch, replaces the cache
    * with them, and reports every difference the watches had missed (onForeignChange, onNode,

@@ -116,6 +116,20 @@ describe('SliceStore: our writes over a lagging watch (mutation cache)', () => {
     expect(versions(store.slicesOf(NODE_A))).toEqual(['b@6']);
   });
 
+  it('delete-refused: a recorded delete the API server refused shows the slice again', () => {
+    store.replace([slice('a', { rv: 5 })], '10');
+    store.recordDelete({ name: 'a', uid: 'uid-a', resourceVersion: '5' });
+    expect(store.slicesOf(NODE_A)).toEqual([]);
+    store.forgetDelete('a');
+    expect(versions(store.slicesOf(NODE_A))).toEqual(['a@5']);
+    // Its deletion by someone else later is theirs.
+    expect(store.apply('DELETED', slice('a', { rv: 11 }))).toEqual({
+      key: NODE_A,
+      type: 'DELETED',
+      name: 'a',
+    });
+  });
+
   it('delete-of-a-create-the-watch-never-showed: the lagging ADDED stays hidden', () => {
     store.recordWrite(slice('a', { rv: 11 }));
     store.recordDelete({ name: 'a', uid: 'uid-a', resourceVersion: '11' });

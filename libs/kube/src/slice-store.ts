@@ -193,6 +193,13 @@ export class SliceStore {
     this.reindex(target.name);
   }
 
+  /** Forgets a delete recorded before it was made, when the API server refused it. */
+  forgetDelete(name: string): void {
+    this.sweep();
+    this.deletes.delete(name);
+    this.reindex(name);
+  }
+
   /** Applies one watch event; returns the change unless it is an echo of our own write. */
   apply(type: WatchEventType, slice: StoredResourceSlice): SliceChange | undefined {
     this.sweep();

@@ -357,8 +357,15 @@ export class Reconciler {
     };
     for (const target of plan.deletes) {
       await takeToken();
-      await api.deleteSlice(target);
+      // Recorded first: the watch may deliver the deletion before the answer, and a deletion
+      // not recorded as ours would count as someone else's (and cost a sync).
       cluster.recordDelete(target);
+      try {
+        await api.deleteSlice(target);
+      } catch (error) {
+        cluster.forgetDelete(target.name);
+        throw error;
+      }
       published.delete(target.name);
       metrics?.sliceWrites.inc({ op: 'delete' });
       writes++;

@@ -20,8 +20,13 @@ export interface ClusterView {
   nodeUid(node: string): string | undefined;
   /** What a create or update returned: it wins over the cache until the watch catches up. */
   recordWrite(slice: StoredResourceSlice): void;
-  /** A slice we deleted: hidden from the view even before the watch says so. */
+  /**
+   * A slice we delete: hidden from the view even before the watch says so. Recorded before the
+   * call, since the watch may deliver the deletion before the API server's answer.
+   */
   recordDelete(target: SliceTarget): void;
+  /** A recorded delete the API server refused: the slice is shown again. */
+  forgetDelete(name: string): void;
 }
 
 /**

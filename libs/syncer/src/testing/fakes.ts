@@ -116,6 +116,10 @@ export class FakeCluster implements ClusterView, SliceApi {
     this.deleted.add(target.name);
   }
 
+  forgetDelete(name: string): void {
+    this.deleted.delete(name);
+  }
+
   /** The watch catches up with the server. */
   deliver(): void {
     this.watched.clear();
