@@ -221,6 +221,9 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       keys: () => {
         expect(cache.keys()).toEqual([key]);
       },
+      keysOfNode: () => {
+        expect(cache.keysOfNode(NODE)).toEqual([key]);
+      },
       nodeUid: () => {
         expect(cache.nodeUid(NODE)).toEqual(expect.any(String));
       },
