@@ -1,13 +1,18 @@
 import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import type { AddressInfo, Server } from 'node:net';
+import { connect, createServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import { EndpointPolicy } from '@slicekeeper/admission';
-import type { DriverInventory } from '@slicekeeper/contracts';
+import type { DriverInventory, SyncStatus } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import type { SlicekeeperError } from '@slicekeeper/errors';
+import { fromDriverInventory, publisher } from '@slicekeeper/proto';
+import type { PublishFeedback } from '@slicekeeper/proto';
 import { ManualClock } from '@slicekeeper/runtime/testing';
+import { waitFor } from '@slicekeeper/testing';
 import { createGrpcConnector } from './grpc-connector';
 import type { DialPolicy } from './grpc-connector';
 import { PluginStream } from './plugin-stream';
@@ -230,5 +235,193 @@ describe('createGrpcConnector with an endpoint policy', () => {
       );
       expect(outside.connections()).toBe(0);
     });
+  });
+});
+
+describe('createGrpcConnector connections', () => {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+
+  /** A plugin serving every node behind a TCP relay that counts the connections made to it. */
+  async function relayedPlugin() {
+    const plugin = new DriverServer({ driverName: 'gpu.example.com', endpoint: '127.0.0.1:0' });
+    plugin.publish(gpus(1), 'node-a');
+    plugin.publish(gpus(2), 'node-b');
+    const [host = '', port = ''] = (await plugin.start()).split(':');
+    closers.push(() => plugin.close());
+    const open = new Set<Socket>();
+    let connections = 0;
+    const relay = createServer((socket) => {
+      connections++;
+      open.add(socket);
+      const upstream = connect(Number(port), host);
+      socket.pipe(upstream).pipe(socket);
+      const drop = () => {
+        open.delete(socket);
+        socket.destroy();
+        upstream.destroy();
+      };
+      socket.on('close', drop).on('error', drop);
+      upstream.on('close', drop).on('error', drop);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => relay.close(resolve)));
+    const { port: relayPort } = relay.address() as AddressInfo;
+    return {
+      plugin,
+      endpoint: `127.0.0.1:${relayPort}`,
+      connections: () => connections,
+      open: () => open.size,
+    };
+  }
+
+  function stream(connector: PublisherConnector, endpoint: string, nodeName: string) {
+    const received: DriverInventory[] = [];
+    const failures: SlicekeeperError[] = [];
+    const call = connector(
+      { endpoint, nodeName },
+      {
+        message: (inventory) => {
+          received.push(inventory);
+        },
+        rejected: () => undefined,
+        end: () => undefined,
+        error: (error) => {
+          failures.push(error);
+        },
+      },
+    );
+    return { call, received, failures };
+  }
+
+  it('streams for several keys of one endpoint over one connection, closed with the last stream', async () => {
+    const relayed = await relayedPlugin();
+    const connector = createGrpcConnector();
+    const a = stream(connector, relayed.endpoint, 'node-a');
+    const b = stream(connector, relayed.endpoint, 'node-b');
+    await waitFor(() => a.received.length > 0 && b.received.length > 0, {
+      description: 'both streams',
+    });
+
+    expect(a.received[0]).toEqual(gpus(1));
+    expect(b.received[0]).toEqual(gpus(2));
+    expect(relayed.connections()).toBe(1);
+    a.call.cancel();
+    await waitFor(() => relayed.plugin.openStreams === 1, { description: 'the first stream over' });
+    expect(relayed.open()).toBe(1);
+    b.call.cancel();
+    await waitFor(() => relayed.open() === 0, { description: 'the connection closed' });
+  });
+
+  it('dials a fresh connection after a stream failed, as a private channel would', async () => {
+    const relayed = await relayedPlugin();
+    const connector = createGrpcConnector();
+    const a = stream(connector, relayed.endpoint, 'node-a');
+    await waitFor(() => a.received.length > 0, { description: 'the stream' });
+    relayed.plugin.failStreams();
+    await waitFor(() => a.failures.length > 0, { description: 'the failure' });
+    const again = stream(connector, relayed.endpoint, 'node-a');
+    await waitFor(() => again.received.length > 0, { description: 'the stream again' });
+
+    expect(a.failures[0]?.code).toBe('unavailable');
+    expect(relayed.connections()).toBe(2);
+    again.call.cancel();
+    await waitFor(() => relayed.open() === 0, { description: 'every connection closed' });
+  });
+});
+
+describe('createGrpcConnector feedback (NotifyPublishStatus)', () => {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+
+  const synced: SyncStatus = {
+    outcome: 'synced',
+    snapshotGeneration: 4,
+    slices: ['00000-gpu.example.com-node-a-x7k2p'],
+    pools: [],
+    attempt: 1,
+    startedAt: '2026-01-02T03:04:05.000Z',
+    finishedAt: '2026-01-02T03:04:05.100Z',
+    writes: 1,
+  };
+
+  async function streaming(options: { servePublishStatus?: boolean } = {}) {
+    const feedback: PublishFeedback[] = [];
+    const plugin = new DriverServer({
+      driverName: 'gpu.example.com',
+      endpoint: '127.0.0.1:0',
+      inventory: gpus(2),
+      onFeedback: (f) => feedback.push(f),
+      ...options,
+    });
+    const endpoint = await plugin.start();
+    closers.push(() => plugin.close());
+    const { stream, outcome } = watch(createGrpcConnector({ notifyTimeoutMs: 5000 }), endpoint);
+    await expect(outcome).resolves.toMatchObject({ kind: 'message' });
+    closers.push(() => {
+      stream.cancel();
+      return Promise.resolve();
+    });
+    return { plugin, stream, feedback };
+  }
+
+  it('tells the plugin an outcome over the open stream', async () => {
+    const { plugin, stream, feedback } = await streaming();
+
+    await expect(stream.notify('node-a', synced)).resolves.toBe('delivered');
+    expect(feedback).toMatchObject([
+      { nodeName: 'node-a', outcome: 'synced', snapshotGeneration: 4 },
+    ]);
+    expect(plugin.openStreams).toBe(1);
+  });
+
+  it('answers unimplemented for a plugin without the RPC', async () => {
+    const { stream } = await streaming({ servePublishStatus: false });
+
+    await expect(stream.notify('node-a', synced)).resolves.toBe('unimplemented');
+  });
+
+  it('answers failed once the stream is over, without a call', async () => {
+    const { stream, feedback } = await streaming();
+    stream.cancel();
+
+    await expect(stream.notify('node-a', synced)).resolves.toBe('failed');
+    expect(feedback).toEqual([]);
+  });
+
+  it('gives up on a call not answered within notifyTimeoutMs', async () => {
+    const server = new GrpcServer();
+    server.addService(publisher.ResourcePublisherService, {
+      watchResources: (call: ServerWritableStream<unknown, publisher.DriverResources>) => {
+        call.write(fromDriverInventory(gpus(1)));
+      },
+      // Never answers.
+      notifyPublishStatus: () => undefined,
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => {
+        if (error === null) resolve(bound);
+        else reject(error);
+      });
+    });
+    closers.push(() => {
+      server.forceShutdown();
+      return Promise.resolve();
+    });
+    const { stream, outcome } = watch(
+      createGrpcConnector({ notifyTimeoutMs: 50 }),
+      `127.0.0.1:${port}`,
+    );
+    await expect(outcome).resolves.toMatchObject({ kind: 'message' });
+    closers.push(() => {
+      stream.cancel();
+      return Promise.resolve();
+    });
+
+    await expect(stream.notify('node-a', synced)).resolves.toBe('failed');
   });
 });
