@@ -49,9 +49,8 @@ const CLUSTER_FAILOVER_OPTIONS: ClusterOptions = {
  * An ioredis connection as BullMQ needs it: commands wait for a reconnect instead of failing
  * after a few retries (`maxRetriesPerRequest: null`), so that a Redis restart or failover
  * delays work rather than losing it, and reconnects back off up to 2 s. Through Sentinel the
- * master is asked of the Sentinels on every reconnect, and a switch they announce drops the
- * connection to the old master at once (`failoverDetector`). `redisOptions` replace these
- * defaults.
+ * master is asked of the Sentinels on every reconnect, and a demoted master's READONLY answer
+ * makes one. `redisOptions` replace these defaults.
  */
 export function createRedisConnection(
   options: RedisConnectionOptions & { target: { kind: 'server' | 'sentinel' } },
@@ -76,7 +75,11 @@ export function createRedisConnection(options: RedisConnectionOptions): RedisCli
       redis = new Redis({
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
-        failoverDetector: true,
+        // An old master that is alive but demoted answers writes with READONLY: reconnect (the
+        // Sentinels are asked again) and resend. Not ioredis's `failoverDetector`: its
+        // disconnect during a reconnect's Sentinel lookup ends the connection for good (seen in
+        // the failover scenario on a loaded machine: a syncer that never came back).
+        reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
         sentinels: target.sentinels,
         name: target.name,
         ...(target.sentinelPassword === undefined
