@@ -7,9 +7,10 @@
  * Four processes, so that each one's RSS and CPU are its own: this orchestrator, a private
  * redis-server, a driver farm (DriverServers on loopback TCP, 100 nodes' plugins per server,
  * an 8-GPU inventory per node), and the measured process. The measured process is first the
- * watcher (PluginWatcher + BullMQ SyncQueue on Redis, one gRPC channel and connection per
- * stream, as in production), then the floor: a bare grpc-js client holding the same streams
- * and doing nothing with the messages (no mapping, no Redis). Read the watcher's figures
+ * watcher (PluginWatcher + BullMQ SyncQueue on Redis, its streams on the connector's gRPC client
+ * over node:http2, one connection per driver server as in production), then the floor: a bare
+ * grpc-js client holding the same streams and doing nothing with the messages (no mapping, no
+ * Redis). Read the watcher's figures
  * against the floor's: on a shared 2-core machine the absolute numbers move with the load.
  *
  * Storm: the farm publishes a changed inventory to every node, `STORM_ROUNDS` times, as fast
