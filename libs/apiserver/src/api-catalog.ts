@@ -139,6 +139,16 @@ function resourceGroupResources(release: KubeRelease): readonly CatalogResource[
   ];
 }
 
+/** events.k8s.io/v1: the core Events, stored as core/v1 (hence the same storage hash). */
+const EVENTS_V1_RESOURCES: readonly CatalogResource[] = [
+  r('events', 'Event', true, ALL, { shortNames: ['ev'], storage: core('Event') }),
+];
+
+/** coordination.k8s.io/v1 (the emulator serves its Leases for reads: there are none). */
+const COORDINATION_V1_RESOURCES: readonly CatalogResource[] = [
+  r('leases', 'Lease', true, ALL, { storage: 'coordination.k8s.io/v1/Lease' }),
+];
+
 interface ApiGroupVersions {
   readonly name: string;
   readonly versions: readonly string[];
@@ -180,7 +190,11 @@ const API_GROUPS: readonly ApiGroupVersions[] = [
 function servedGroupVersions(
   release: KubeRelease,
 ): ReadonlyMap<string, readonly CatalogResource[]> {
-  const served = new Map<string, readonly CatalogResource[]>([['v1', CORE_V1_RESOURCES]]);
+  const served = new Map<string, readonly CatalogResource[]>([
+    ['v1', CORE_V1_RESOURCES],
+    ['events.k8s.io/v1', EVENTS_V1_RESOURCES],
+    ['coordination.k8s.io/v1', COORDINATION_V1_RESOURCES],
+  ]);
   // Every served resource.k8s.io version has the same resources.
   const resources = resourceGroupResources(release);
   for (const version of releaseInfo(release).resourceVersions)

@@ -24,7 +24,7 @@ import {
   reorder,
 } from './object-schema';
 import type { JsonObject, JsonValue } from './object-schema';
-import { ExpiredError, StoredObject } from './object-store';
+import { ExpiredError, StoredObject, objectKey } from './object-store';
 import type { EventType, ObjectStore, WatchSink } from './object-store';
 import { PatchError, applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from './patch';
 import type { FeatureGates, ResourceType } from './resource-types';
@@ -44,6 +44,8 @@ export type ResponseFormat = 'json' | 'yaml' | 'table' | 'metadata';
 export interface ApiRequest {
   readonly type: ResourceType;
   readonly verb: string;
+  /** The namespace of the URL; empty for a cluster-scoped type or a list across namespaces. */
+  readonly namespace: string;
   readonly name: string;
   readonly subresource: string;
   readonly query: URLSearchParams;
@@ -76,6 +78,13 @@ export interface ApiHandlerOptions {
   onDeleted: (type: ResourceType, deleted: StoredObject, propagation: string) => void;
   /** Watch streams still open, so that close() can end them. */
   openStreams: Set<ServerResponse>;
+  /** How long an object of an expiring type (Events) lives after its last write, ms. */
+  eventTtlMs: number;
+  /**
+   * Whether a namespace exists. Creates elsewhere are refused as the NamespaceLifecycle
+   * admission plugin refuses them.
+   */
+  namespaceExists: (namespace: string) => boolean;
 }
 
 const JSON_TYPE = 'application/json';
@@ -88,6 +97,11 @@ const TOO_LARGE_RV_WAIT_MS = 3_000;
 
 function groupResource(type: ResourceType): GroupName {
   return { group: type.group, name: type.resource };
+}
+
+/** The internal type's group and kind, which Invalid errors name (`ObjectKinds` of the object). */
+function internalGroupKind(type: ResourceType): GroupName {
+  return { group: type.internalGroup ?? type.group, name: type.kind };
 }
 
 function groupKind(type: ResourceType): GroupName {
@@ -172,6 +186,8 @@ export class ApiHandler {
   private readonly layout: SliceLayoutRules;
   private readonly onDeleted: ApiHandlerOptions['onDeleted'];
   private readonly openStreams: Set<ServerResponse>;
+  private readonly eventTtlMs: number;
+  private readonly namespaceExists: (namespace: string) => boolean;
 
   constructor(options: ApiHandlerOptions) {
     this.store = options.store;
@@ -180,9 +196,13 @@ export class ApiHandler {
     this.layout = options.sliceLayout;
     this.onDeleted = options.onDeleted;
     this.openStreams = options.openStreams;
+    this.eventTtlMs = options.eventTtlMs;
+    this.namespaceExists = options.namespaceExists;
   }
 
   handle(req: ApiRequest): ApiResult | WatchResult | Promise<ApiResult | WatchResult> {
+    if (req.type.readOnly === true && !['get', 'list', 'watch'].includes(req.verb))
+      throw apiErrors.methodNotAllowed();
     switch (req.verb) {
       case 'get':
         return this.get(req);
@@ -233,6 +253,7 @@ export class ApiHandler {
       stored.labels,
       stored.fields,
       stored.ownerUids,
+      stored.namespace,
     );
   }
 
@@ -443,8 +464,29 @@ export class ApiHandler {
     return parseBody(req.body, contentType, req.type.kind);
   }
 
+  /** The store key of the object the request names. */
+  private key(req: ApiRequest): string {
+    return objectKey(req.namespace, req.name);
+  }
+
+  /**
+   * `EnsureObjectNamespaceMatchesRequestNamespace`: an object without a namespace takes the
+   * URL's, a cluster-scoped one loses any; a different one is refused.
+   */
+  private ensureNamespace(req: ApiRequest, object: JsonObject): void {
+    const meta = metaOf(object);
+    const namespace = strAt(meta, 'namespace') ?? '';
+    if (namespace === req.namespace) return;
+    if (namespace === '') meta.namespace = req.namespace;
+    else if (req.namespace === '') Reflect.deleteProperty(meta, 'namespace');
+    else
+      throw apiErrors.badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
+  }
+
   private live(req: ApiRequest): StoredObject {
-    const stored = this.store.get(req.type.resource, req.name);
+    const stored = this.store.get(req.type.resource, this.key(req));
     if (stored === undefined) throw apiErrors.notFound(groupResource(req.type), req.name);
     return stored;
   }
@@ -462,6 +504,7 @@ export class ApiHandler {
       const labels = parseLabelSelector(req.query.get('labelSelector') ?? '');
       const fields = parseFieldSelector(req.query.get('fieldSelector') ?? '', (label) => {
         if (!type.fieldLabels.includes(label)) throw new SelectorError(type.fieldLabelError(label));
+        return type.fieldLabelAliases?.[label];
       });
       return { labels, fields };
     } catch (error) {
@@ -485,6 +528,11 @@ export class ApiHandler {
       if (value !== undefined) out[field] = value;
     }
     return out;
+  }
+
+  /** The namespace a collection request is limited to, as a store query. */
+  private scope(req: ApiRequest): { namespace?: string } {
+    return req.namespace === '' ? {} : { namespace: req.namespace };
   }
 
   private validateListOptions(req: ApiRequest, watch: boolean): void {
@@ -584,7 +632,8 @@ export class ApiHandler {
           'specifying resource version is not allowed when using continue',
         );
       const token = decodeContinue(cont);
-      after = token.after;
+      // The token's key is relative to the listed prefix, as etcd's is: the name in a namespace.
+      after = objectKey(req.namespace, token.after);
       if (token.rv > 0) {
         if (token.rv < this.store.historyFloor) {
           const error = apiErrors.expired(INCONSISTENT_CONTINUE);
@@ -605,6 +654,7 @@ export class ApiHandler {
     let result;
     try {
       result = this.store.list(req.type.resource, {
+        ...this.scope(req),
         ...(atRv === undefined ? {} : { atRv }),
         ...(after === undefined ? {} : { after }),
         ...(limit > 0 ? { limit } : {}),
@@ -618,7 +668,11 @@ export class ApiHandler {
     }
     const listMeta: JsonObject = { resourceVersion: String(result.rv) };
     if (result.continueAfter !== undefined) {
-      listMeta.continue = encodeContinue(result.rv, result.continueAfter);
+      const namespacePrefix = req.namespace === '' ? '' : `${req.namespace}/`;
+      listMeta.continue = encodeContinue(
+        result.rv,
+        result.continueAfter.slice(namespacePrefix.length),
+      );
       if (result.remainingItemCount !== undefined)
         listMeta.remainingItemCount = result.remainingItemCount;
     }
@@ -638,14 +692,18 @@ export class ApiHandler {
     const sendInitialEvents = q.get('sendInitialEvents') === 'true';
     const matchFn = this.matcher(labels, fields) ?? (() => true);
     const nameFilter = req.name;
-    const matches = (s: StoredObject) => (nameFilter === '' || s.name === nameFilter) && matchFn(s);
+    const namespaceFilter = req.namespace;
+    const matches = (s: StoredObject) =>
+      (namespaceFilter === '' || s.namespace === namespaceFilter) &&
+      (nameFilter === '' || s.name === nameFilter) &&
+      matchFn(s);
     const start = (): WatchResult => {
       const initial: StoredObject[] = [];
       let replay: { type: EventType; object: StoredObject }[] = [];
       let expired: ApiError | undefined;
       let initialEventsEnd = false;
       if (rvText === '' || rvText === '0' || sendInitialEvents) {
-        const listed = this.store.list(req.type.resource, { match: matches });
+        const listed = this.store.list(req.type.resource, { ...this.scope(req), match: matches });
         initial.push(...listed.items);
         initialEventsEnd = bookmarks && (sendInitialEvents || rvText === '');
       } else {
@@ -863,7 +921,11 @@ export class ApiHandler {
   ): ApiResult {
     const { type } = req;
     const meta = metaOf(object);
-    Reflect.deleteProperty(meta, 'namespace');
+    this.ensureNamespace(req, object);
+    if (type.namespaced && !this.namespaceExists(req.namespace)) {
+      // NamespaceLifecycle admission: no creates in a namespace that does not exist.
+      throw apiErrors.notFound({ group: '', name: 'namespaces' }, req.namespace);
+    }
     Reflect.deleteProperty(meta, 'deletionTimestamp');
     Reflect.deleteProperty(meta, 'deletionGracePeriodSeconds');
     if (!type.hasGeneration) Reflect.deleteProperty(meta, 'generation');
@@ -879,13 +941,15 @@ export class ApiHandler {
     let normalized = reorder(type.schema, object);
     let nmeta = metaOf(normalized);
     const errs = type.validate(normalized, this.layout);
-    if (errs.length > 0) throw apiErrors.invalid(groupKind(type), strAt(nmeta, 'name') ?? '', errs);
+    if (errs.length > 0)
+      throw apiErrors.invalid(internalGroupKind(type), strAt(nmeta, 'name') ?? '', errs);
     if (requestedRv !== '')
       throw apiErrors.unknown(500, 'resourceVersion should not be set on objects to be created');
     // A generated name that is taken is retried, as the registry does (RetryGenerateName).
     for (
       let attempt = 0;
-      this.store.get(type.resource, strAt(nmeta, 'name') ?? '') !== undefined;
+      this.store.get(type.resource, objectKey(req.namespace, strAt(nmeta, 'name') ?? '')) !==
+      undefined;
       attempt++
     ) {
       if (explicitName !== '' || generateName === '' || attempt >= 7) {
@@ -904,7 +968,14 @@ export class ApiHandler {
       return ok(201, JSON.stringify(full), warnings);
     }
     const stored = this.store.create(type.resource, normalized);
+    this.startTimeToLive(type, stored);
     return this.render(req, stored, 201, warnings);
+  }
+
+  /** An Event's TTL starts again at every write, as its etcd lease does. */
+  private startTimeToLive(type: ResourceType, stored: StoredObject): void {
+    if (type.expires === true)
+      this.store.setExpiry(type.resource, stored.key, this.now() + this.eventTtlMs);
   }
 
   private create(req: ApiRequest): ApiResult {
@@ -912,10 +983,11 @@ export class ApiHandler {
     const validation = this.fieldValidation(req, 'CreateOptions');
     const body = this.readBody(req, [JSON_TYPE, 'application/yaml']);
     const { object, warnings } = this.decode(req, body, validation);
+    this.ensureNamespace(req, object);
     const meta = metaOf(object);
     const entries = trackUpdate(
       decodeManagedFields(meta) ?? [],
-      undefined,
+      this.zeroObject(req),
       this.comparable(req, object),
       this.trackingOptions(req),
     );
@@ -944,7 +1016,7 @@ export class ApiHandler {
       throw apiErrors.conflict(
         gr,
         req.name,
-        `StorageError: invalid object, Code: 4, Key: /registry/${type.resource === 'nodes' ? 'minions' : type.resource}/${req.name}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${uid}, UID in object meta: ${live.uid}`,
+        `StorageError: invalid object, Code: 4, Key: /registry/${type.resource === 'nodes' ? 'minions' : type.resource}/${this.key(req)}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${uid}, UID in object meta: ${live.uid}`,
       );
     }
     const rv = strAt(meta, 'resourceVersion') ?? '';
@@ -979,7 +1051,7 @@ export class ApiHandler {
       statusStrategy === undefined
         ? type.validateUpdate(normalized, liveBody, this.layout)
         : statusStrategy.validateUpdate(normalized, liveBody);
-    if (errs.length > 0) throw apiErrors.invalid(groupKind(type), req.name, errs);
+    if (errs.length > 0) throw apiErrors.invalid(internalGroupKind(type), req.name, errs);
     if (jsonEqual(normalized, liveBody)) return this.render(req, live, 200, warnings);
     if (this.dryRun(req)) {
       return ok(
@@ -993,9 +1065,10 @@ export class ApiHandler {
       );
     }
     const stored = this.store.update(type.resource, normalized);
+    this.startTimeToLive(type, stored);
     const nmeta = metaOf(normalized);
     if (nmeta.deletionTimestamp !== undefined && (listAt(nmeta, 'finalizers') ?? []).length === 0) {
-      const deleted = this.store.delete(type.resource, req.name);
+      const deleted = this.store.delete(type.resource, stored.key);
       if (deleted !== undefined) this.onDeleted(type, deleted, 'Background');
     }
     return this.render(req, stored, 200, warnings);
@@ -1006,12 +1079,25 @@ export class ApiHandler {
     const validation = this.fieldValidation(req, 'UpdateOptions');
     const body = this.readBody(req, [JSON_TYPE, 'application/yaml']);
     const { object, warnings } = this.decode(req, body, validation);
+    this.ensureNamespace(req, object);
     const meta = metaOf(object);
     const name = strAt(meta, 'name') ?? '';
     if (name !== req.name) {
       throw apiErrors.badRequest(
         `the name of the object (${name}) does not match the name on the URL (${req.name})`,
       );
+    }
+    const existing = this.store.get(req.type.resource, this.key(req));
+    if (existing === undefined && req.type.allowCreateOnUpdate === true && req.subresource === '') {
+      // The registry's Update creates the object (BeforeCreate, 201) for such a strategy.
+      Reflect.deleteProperty(meta, 'resourceVersion');
+      const entries = trackUpdate(
+        decodeManagedFields(meta) ?? [],
+        this.zeroObject(req),
+        this.comparable(req, object),
+        this.trackingOptions(req),
+      );
+      return this.createObject(req, object, entries, warnings);
     }
     const live = this.live(req);
     const liveEntries = decodeManagedFields(metaOf(live.object)) ?? [];
@@ -1022,6 +1108,15 @@ export class ApiHandler {
       this.trackingOptions(req),
     );
     return this.updateObject(req, live, object, entries, warnings);
+  }
+
+  /**
+   * What a create is compared with for field tracking: the type's zero value (the field
+   * manager's empty object), so that fields left at their zero value (an empty
+   * `reportingComponent`, a null time) are nobody's.
+   */
+  private zeroObject(req: ApiRequest): JsonObject {
+    return normalize(wireSchema(req.type), {});
   }
 
   /**
@@ -1071,6 +1166,7 @@ export class ApiHandler {
       throw error;
     }
     const { object, warnings } = this.decode(req, patched, validation);
+    this.ensureNamespace(req, object);
     const patchedName = strAt(metaOf(object), 'name') ?? '';
     if (patchedName !== req.name) {
       throw apiErrors.badRequest(
@@ -1099,7 +1195,7 @@ export class ApiHandler {
     }
     const force = req.query.get('force') === 'true';
     const options = this.trackingOptions(req);
-    const live = this.store.get(type.resource, req.name);
+    const live = this.store.get(type.resource, this.key(req));
     const liveBody: JsonObject =
       live === undefined ? { metadata: { name: req.name } } : this.comparable(req, live);
     const entries = live === undefined ? [] : (decodeManagedFields(metaOf(live.object)) ?? []);
@@ -1109,6 +1205,7 @@ export class ApiHandler {
       throw new ApiError(409, 'Conflict', report.message, { causes: report.causes });
     }
     metaOf(result.object).name = req.name;
+    this.ensureNamespace(req, result.object);
     const merged =
       type.conversion === undefined ? result.object : type.conversion.toHub(result.object);
     type.applyDefaults(merged, this.now());
@@ -1185,11 +1282,13 @@ export class ApiHandler {
     const meta = objAt(live.object, 'metadata') ?? {};
     const finalizers = (listAt(meta, 'finalizers') ?? []).map(String);
     const gcFinalizer =
-      options.propagation === 'Orphan'
-        ? 'orphan'
-        : options.propagation === 'Foreground'
-          ? 'foregroundDeletion'
-          : undefined;
+      type.garbageCollectionUnsupported === true
+        ? undefined
+        : options.propagation === 'Orphan'
+          ? 'orphan'
+          : options.propagation === 'Foreground'
+            ? 'foregroundDeletion'
+            : undefined;
     const wanted =
       gcFinalizer === undefined || finalizers.includes(gcFinalizer)
         ? finalizers
@@ -1212,7 +1311,7 @@ export class ApiHandler {
       return this.render(req, stored, 200);
     }
     if (this.dryRun(req)) return this.deletedResponse(req, live);
-    const deleted = this.store.delete(type.resource, live.name);
+    const deleted = this.store.delete(type.resource, live.key);
     if (deleted === undefined) throw apiErrors.notFound(groupResource(type), live.name);
     this.onDeleted(type, deleted, options.propagation);
     return this.deletedResponse(req, deleted);
@@ -1252,12 +1351,13 @@ export class ApiHandler {
     const { labels, fields } = this.selectors(req);
     const matchFn = this.matcher(labels, fields);
     const listed = this.store.list(req.type.resource, {
+      ...this.scope(req),
       ...(matchFn === undefined ? {} : { match: matchFn }),
       pinned: this.pinned(req, fields),
       filtered: matchFn !== undefined,
     });
     for (const item of listed.items) {
-      const live = this.store.get(req.type.resource, item.name);
+      const live = this.store.get(req.type.resource, item.key);
       if (live !== undefined) this.deleteOne(req, live, options);
     }
     return this.renderList(req, listed.items, { resourceVersion: String(listed.rv) });

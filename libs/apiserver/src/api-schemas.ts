@@ -2,6 +2,7 @@ import {
   BOOL,
   INT32,
   INT64,
+  MICROTIME,
   QUANTITY,
   RAW,
   STRING,
@@ -290,6 +291,94 @@ export const resourceSliceV1beta1Schema = struct('ResourceSlice', [
   ['metadata', objectMetaSchema, 'omitempty'],
   ['spec', resourceSliceSpecOf(deviceV1beta1, 'omitempty')],
 ]);
+
+/*
+ * Events (k8s.io/api core/v1 and events/v1). Go's `omitempty` does not omit a struct, so a zero
+ * metav1.Time or MicroTime is written as `null` and an empty EventSource as `{}`.
+ */
+
+/** `+structType=atomic`: tracked and applied as one field. */
+export const objectReferenceSchema = struct(
+  'ObjectReference',
+  [
+    ['kind', STRING, 'omitempty'],
+    ['namespace', STRING, 'omitempty'],
+    ['name', STRING, 'omitempty'],
+    ['uid', STRING, 'omitempty'],
+    ['apiVersion', STRING, 'omitempty'],
+    ['resourceVersion', STRING, 'omitempty'],
+    ['fieldPath', STRING, 'omitempty'],
+  ],
+  true,
+);
+
+const eventSourceSchema = struct('EventSource', [
+  ['component', STRING, 'omitempty'],
+  ['host', STRING, 'omitempty'],
+]);
+
+/** core/v1 `Event`, the stored shape of both Event APIs. */
+export const eventSchema = struct('Event', [
+  ['metadata', objectMetaSchema],
+  ['involvedObject', objectReferenceSchema],
+  ['reason', STRING, 'omitempty'],
+  ['message', STRING, 'omitempty'],
+  ['source', eventSourceSchema, 'omitempty'],
+  ['firstTimestamp', TIME, 'ptr'],
+  ['lastTimestamp', TIME, 'ptr'],
+  ['count', INT32, 'omitempty'],
+  ['type', STRING, 'omitempty'],
+  ['eventTime', MICROTIME, 'ptr'],
+  [
+    'series',
+    struct('EventSeries', [
+      ['count', INT32, 'omitempty'],
+      ['lastObservedTime', MICROTIME, 'ptr'],
+    ]),
+    'omitempty,ptr',
+  ],
+  ['action', STRING, 'omitempty'],
+  ['related', objectReferenceSchema, 'omitempty,ptr'],
+  ['reportingComponent', STRING],
+  ['reportingInstance', STRING],
+]);
+
+/** events.k8s.io/v1 `Event`. */
+export const eventsV1EventSchema = struct('Event', [
+  ['metadata', objectMetaSchema, 'omitempty'],
+  ['eventTime', MICROTIME, 'ptr'],
+  [
+    'series',
+    struct('EventSeries', [
+      ['count', INT32],
+      ['lastObservedTime', MICROTIME, 'ptr'],
+    ]),
+    'omitempty,ptr',
+  ],
+  ['reportingController', STRING, 'omitempty'],
+  ['reportingInstance', STRING, 'omitempty'],
+  ['action', STRING, 'omitempty'],
+  ['reason', STRING, 'omitempty'],
+  ['regarding', objectReferenceSchema, 'omitempty'],
+  ['related', objectReferenceSchema, 'omitempty,ptr'],
+  ['note', STRING, 'omitempty'],
+  ['type', STRING, 'omitempty'],
+  ['deprecatedSource', eventSourceSchema, 'omitempty'],
+  ['deprecatedFirstTimestamp', TIME, 'ptr'],
+  ['deprecatedLastTimestamp', TIME, 'ptr'],
+  ['deprecatedCount', INT32, 'omitempty'],
+]);
+
+/**
+ * A Pod or a Lease as far as this server knows one: it stores none of them and serves only reads
+ * (always empty), so their bodies are kept opaque.
+ */
+export const opaqueObjectSchema = (goName: string) =>
+  struct(goName, [
+    ['metadata', objectMetaSchema, 'omitempty'],
+    ['spec', RAW, 'omitempty,ptr'],
+    ['status', RAW, 'omitempty,ptr'],
+  ]);
 
 /** Typed, narrowing accessors for decoded objects. */
 export function objAt(value: JsonObject, key: string): JsonObject | undefined {

@@ -84,8 +84,17 @@ export function goQuote(value: string): string {
   return `${out}"`;
 }
 
+/**
+ * A bad value already printed as Go prints it (`%#v` of a struct, a time's `String()`), for the
+ * values apimachinery does not print as JSON.
+ */
+export class GoValue {
+  constructor(readonly text: string) {}
+}
+
 /** Formats a bad value as apimachinery's `ErrorBody` does for the types this server uses. */
 function formatValue(value: unknown): string {
+  if (value instanceof GoValue) return value.text;
   if (value === null || value === undefined) return 'null';
   if (typeof value === 'string') return goQuote(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);

@@ -53,7 +53,7 @@ export class GarbageCollector {
         this.collect(object, propagation);
         return;
       }
-      const live = this.store.get(type.resource, object.name);
+      const live = this.store.get(type.resource, object.key);
       if (live?.uid === object.uid) {
         this.removeFinalizer(
           type,

@@ -11,6 +11,8 @@ export type {
   RequestMatcher,
 } from './emulator-hooks';
 export type { DraFeatureGate, FeatureGates } from './resource-types';
+export { DEFAULT_EVENT_TTL_MS } from './event-types';
+export type { JsonObject, JsonValue } from './object-schema';
 export { buildKubeconfig } from './kubeconfig';
 export type { KubeconfigOptions } from './kubeconfig';
 export { canonicalQuantity } from './quantity';

@@ -24,11 +24,14 @@ import type {
   RequestLogEntry,
   RequestMatcher,
 } from './emulator-hooks';
+import { DEFAULT_EVENT_TTL_MS, coreEventType, eventsV1EventType } from './event-types';
 import { GarbageCollector } from './garbage-collector';
 import { ObjectStore } from './object-store';
+import type { JsonObject } from './object-schema';
 import { openApiDocument, openApiRoot } from './openapi';
 import { DEFAULT_KUBE_RELEASE, releaseGateDefaults, releaseInfo } from './kube-release';
 import type { KubeRelease } from './kube-release';
+import { leaseType, podType } from './read-only-types';
 import { RESOURCE_SLICE_VERSIONS } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
 import type { FeatureGates, ResourceType } from './resource-types';
@@ -85,6 +88,11 @@ export interface KubeEmulatorOptions {
   dataFile?: string;
   /** Delay before the garbage collector acts on a Node deletion, ms. @defaultValue 0 */
   garbageCollectionDelayMs?: number;
+  /**
+   * How long an Event lives after its last write, ms (kube-apiserver's `--event-ttl`); expiry is
+   * judged by `clock`. @defaultValue 3600000 (1 h)
+   */
+  eventTtlMs?: number;
   logger?: EmulatorLogger;
 }
 
@@ -94,6 +102,18 @@ export interface ResetOptions {
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+/**
+ * The namespaces a new cluster has. The emulator serves no Namespace resource; these exist and
+ * no other does (creates elsewhere get NamespaceLifecycle's 404).
+ */
+const SYSTEM_NAMESPACES: ReadonlySet<string> = new Set([
+  'default',
+  'kube-system',
+  'kube-public',
+  'kube-node-lease',
+]);
+/** How often expired Events are looked for when no request comes in, ms. */
+const EXPIRY_SWEEP_INTERVAL_MS = 5_000;
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
 const DISCOVERY_V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 
@@ -119,6 +139,8 @@ const latencySchema = z.strictObject({
 interface Route {
   kind: 'resource';
   type: ResourceType;
+  /** Empty for a cluster-scoped type, or a namespaced one listed across namespaces. */
+  namespace: string;
   name: string;
   subresource: string;
   watchPath: boolean;
@@ -207,11 +229,13 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
 }
 
 /**
- * An HTTP server that behaves like kube-apiserver 1.34 for Nodes and resource.k8s.io/v1
- * ResourceSlices: discovery, CRUD with the real preconditions and Status errors, selectors,
- * pagination, watches with bookmarks and bounded history, server-side apply, the Node `/status`
- * subresource, garbage collection of a Node's slices, optional token auth, and test hooks. Device
- * taints (with DRADeviceTaints on) are validated and defaulted as kube-apiserver 1.36 does.
+ * An HTTP server that behaves like kube-apiserver 1.34 for Nodes, resource.k8s.io/v1
+ * ResourceSlices and Events (core/v1 and events.k8s.io/v1, in the four system namespaces):
+ * discovery, CRUD with the real preconditions and Status errors, selectors, pagination, watches
+ * with bookmarks and bounded history, server-side apply, the Node `/status` subresource, garbage
+ * collection of a Node's slices, the Event TTL, optional token auth, and test hooks. Device
+ * taints (with DRADeviceTaints on) are validated and defaulted as kube-apiserver 1.36 does. Pods
+ * and Leases are served for reads only, and there are none (what `kubectl describe node` needs).
  *
  * The hooks are methods here and, for other processes, JSON endpoints under `/_emulator/`
  * (never a Kubernetes path, no auth):
@@ -240,12 +264,18 @@ export class KubeEmulator {
   private readonly release: KubeRelease;
   /** The resource types of the served group versions (one per version of a resource). */
   private readonly servedTypes: readonly ResourceType[];
+  private readonly eventTtlMs: number;
+  private expirySweep: NodeJS.Timeout | undefined;
 
   constructor(options: KubeEmulatorOptions = {}) {
     this.options = options;
     this.release = options.release ?? DEFAULT_KUBE_RELEASE;
     this.servedTypes = [
       nodeType,
+      coreEventType,
+      podType,
+      eventsV1EventType,
+      leaseType,
       ...releaseInfo(this.release).resourceVersions.flatMap((v) => {
         const type = RESOURCE_SLICE_VERSIONS.get(v);
         return type === undefined ? [] : [type];
@@ -256,7 +286,10 @@ export class KubeEmulator {
     this.store = new ObjectStore(
       options.historySize === undefined ? {} : { historySize: options.historySize },
     );
-    for (const type of RESOURCE_TYPES) this.store.register(type.resource, type.indexing);
+    // events.k8s.io/v1 Events are the core/v1 ones: one table.
+    for (const type of [...RESOURCE_TYPES, coreEventType, podType, leaseType])
+      this.store.register(type.resource, type.indexing);
+    this.eventTtlMs = options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS;
     this.tokens = options.tokenFile === undefined ? undefined : readTokenFile(options.tokenFile);
     const now = () => this.clock.now();
     this.gc = new GarbageCollector({
@@ -277,6 +310,8 @@ export class KubeEmulator {
         this.gc.onDeleted(type, deleted, propagation);
       },
       openStreams: this.openStreams,
+      eventTtlMs: this.eventTtlMs,
+      namespaceExists: (namespace) => SYSTEM_NAMESPACES.has(namespace),
     });
   }
 
@@ -294,6 +329,10 @@ export class KubeEmulator {
       if (snapshot !== undefined) {
         try {
           this.store.restore(snapshot);
+          // etcd leases are not in the data file: restored Events get a full TTL from now.
+          const expiresAt = this.clock.now() + this.eventTtlMs;
+          for (const event of this.store.list(coreEventType.resource).items)
+            this.store.setExpiry(coreEventType.resource, event.key, expiresAt);
         } catch (error) {
           throw new Error(
             `kube emulator data file ${this.options.dataFile}: ${(error as Error).message}`,
@@ -318,6 +357,11 @@ export class KubeEmulator {
         resolve();
       });
     });
+    // Expired Events are also removed between requests, so that watchers see them go.
+    this.expirySweep = setInterval(() => {
+      this.store.expire(this.clock.now());
+    }, EXPIRY_SWEEP_INTERVAL_MS);
+    this.expirySweep.unref();
     const info = server.address() as AddressInfo;
     this.address =
       info.family === 'IPv6' ? `[${info.address}]:${info.port}` : `${info.address}:${info.port}`;
@@ -331,6 +375,7 @@ export class KubeEmulator {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.gc.close();
+      clearInterval(this.expirySweep);
       const server = this.server;
       if (server === undefined) return;
       const closed = new Promise<void>((resolve) => {
@@ -412,6 +457,20 @@ export class KubeEmulator {
     return open;
   }
 
+  /**
+   * The stored Events as core/v1 shows them (with `kind` and `apiVersion`), in list order:
+   * namespace, then name. Expired ones are gone first, as for any request.
+   * @param namespace only this namespace's; all when unset
+   */
+  events(namespace?: string): JsonObject[] {
+    this.store.expire(this.clock.now());
+    const listed = this.store.list(
+      coreEventType.resource,
+      namespace === undefined ? {} : { namespace },
+    );
+    return listed.items.map((stored) => stored.object);
+  }
+
   /** Open watch streams (benchmarks check fan-out with it). */
   watchCount(): number {
     return this.store.watcherCount();
@@ -466,14 +525,30 @@ export class KubeEmulator {
       watchPath = true;
       rest = rest.slice(1);
     }
+    let namespace = '';
+    const namespacePath = rest[0] === 'namespaces' && rest.length >= 3;
+    if (namespacePath) {
+      namespace = decodeURIComponent(rest[1] ?? '');
+      rest = rest.slice(2);
+    }
     const [resource = '', name = '', subresource = '', ...extra] = rest;
     const type = this.servedTypes.find(
       (t) => t.group === group && t.version === version && t.resource === resource,
     );
     if (type === undefined || extra.length > 0) return undefined;
+    // A cluster-scoped type has no namespaced path; a namespaced one has, besides its
+    // namespaced paths, only the collection across namespaces.
+    if (namespacePath ? !type.namespaced : type.namespaced && name !== '') return undefined;
     if (subresource !== '' && (subresource !== 'status' || type.status === undefined || watchPath))
       return undefined;
-    return { kind: 'resource', type, name: decodeURIComponent(name), subresource, watchPath };
+    return {
+      kind: 'resource',
+      type,
+      namespace,
+      name: decodeURIComponent(name),
+      subresource,
+      watchPath,
+    };
   }
 
   private async dispatch(
@@ -531,6 +606,11 @@ export class KubeEmulator {
       }
       if (route === undefined) throw apiErrors.pathNotFound();
       if (verb === undefined) throw apiErrors.methodNotAllowed();
+      // Across namespaces, a namespaced collection is only listed and watched.
+      if (route.type.namespaced && route.namespace === '' && verb !== 'list' && verb !== 'watch')
+        throw apiErrors.methodNotAllowed();
+      // Events past their TTL are gone before anything reads or writes.
+      this.store.expire(this.clock.now());
       if (!mayAccessResource(user, verb)) {
         const resource =
           route.subresource === ''
@@ -539,7 +619,7 @@ export class KubeEmulator {
         throw apiErrors.forbidden(
           { group: route.type.group, name: route.type.resource },
           route.name,
-          `User "${user.name}" cannot ${verb} resource "${resource}" in API group "${route.type.group}" at the cluster scope`,
+          `User "${user.name}" cannot ${verb} resource "${resource}" in API group "${route.type.group}" ${route.namespace === '' ? 'at the cluster scope' : `in the namespace "${route.namespace}"`}`,
         );
       }
       void ANONYMOUS;
@@ -556,6 +636,7 @@ export class KubeEmulator {
       const pending = this.api.handle({
         type: route.type,
         verb,
+        namespace: route.namespace,
         name: route.name,
         subresource: route.subresource,
         query: url.searchParams,

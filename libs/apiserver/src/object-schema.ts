@@ -17,6 +17,7 @@ export type Schema =
   | { readonly t: 'bool' }
   | { readonly t: 'quantity' }
   | { readonly t: 'time' }
+  | { readonly t: 'microtime' }
   | { readonly t: 'raw' }
   | StructSchema
   | MapSchema
@@ -59,6 +60,8 @@ export const INT32: Schema = { t: 'int', goType: 'int32' };
 export const BOOL: Schema = { t: 'bool' };
 export const QUANTITY: Schema = { t: 'quantity' };
 export const TIME: Schema = { t: 'time' };
+/** `metav1.MicroTime`: RFC 3339 with exactly six fractional digits, in UTC. */
+export const MICROTIME: Schema = { t: 'microtime' };
 export const RAW: Schema = { t: 'raw' };
 
 export type FieldSpec = [
@@ -166,6 +169,8 @@ function goTypeName(schema: Schema): string {
     case 'string':
     case 'time':
       return schema.t === 'string' ? 'string' : 'v1.Time';
+    case 'microtime':
+      return 'v1.MicroTime';
     case 'int':
       return schema.goType;
     case 'bool':
@@ -210,6 +215,39 @@ function decodeTime(value: string): string {
     );
   }
   return formatTime(Date.parse(value));
+}
+
+const RFC3339_MICRO =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{6})(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * `MicroTime.UnmarshalJSON`: Go's `time.Parse` with layout `2006-01-02T15:04:05.000000Z07:00`
+ * wants exactly six fractional digits; the value is written back in UTC.
+ */
+function decodeMicroTime(value: string): string {
+  const match = RFC3339_MICRO.exec(value);
+  if (match === null) {
+    // Go names the first element of the layout it could not match.
+    const rest = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(value) ? value.slice(19) : undefined;
+    const what =
+      rest === undefined
+        ? `${JSON.stringify(value)} as "2006"`
+        : /^\.\d{6}/.test(rest)
+          ? `${JSON.stringify(rest.slice(7))} as "Z07:00"`
+          : `${JSON.stringify(rest)} as ".000000"`;
+    throw new DecodeError(
+      `parsing time ${JSON.stringify(value)} as "2006-01-02T15:04:05.000000Z07:00": cannot parse ${what}`,
+    );
+  }
+  const micros = match[7] ?? '000000';
+  if (match[8] === 'Z') return value;
+  const wholeSeconds = Date.parse(`${value.slice(0, 19)}${match[8] ?? 'Z'}`);
+  return `${new Date(wholeSeconds).toISOString().slice(0, 19)}.${micros}Z`;
+}
+
+/** Formats a time as `metav1.MicroTime` serializes it (the milliseconds of `ms`, UTC). */
+export function formatMicroTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 23)}000Z`;
 }
 
 /** The zero value Go serializes for a field that was not set. */
@@ -273,6 +311,9 @@ function decodeValue(schema: Schema, value: JsonValue, ctx: Ctx): JsonValue {
     case 'time':
       if (typeof value !== 'string') throw typeError(ctx, value, 'string');
       return decodeTime(value);
+    case 'microtime':
+      if (typeof value !== 'string') throw typeError(ctx, value, 'string');
+      return decodeMicroTime(value);
     case 'raw':
       return value;
     case 'struct':

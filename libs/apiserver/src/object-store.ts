@@ -12,6 +12,14 @@ import { isJsonObject } from './object-schema';
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /**
+ * The store key of an object: `<namespace>/<name>` (names cannot hold a slash), which sorts as
+ * etcd's `/registry/<resource>/<namespace>/<name>` keys do; the name alone when cluster-scoped.
+ */
+export function objectKey(namespace: string, name: string): string {
+  return namespace === '' ? name : `${namespace}/${name}`;
+}
+
+/**
  * One stored version of an object. Immutable: a write stores a new one. Only the serialized form
  * is kept (what reads answer with); the object tree is parsed on demand, which halves the memory
  * per object and costs a write path one JSON.parse.
@@ -28,7 +36,14 @@ export class StoredObject {
     readonly labels: Readonly<Record<string, string>>,
     readonly fields: Readonly<Record<string, string>>,
     readonly ownerUids: readonly string[],
+    /** Empty for a cluster-scoped object. */
+    readonly namespace = '',
   ) {}
+
+  /** Where the store keeps it: `<namespace>/<name>`, or the name of a cluster-scoped object. */
+  get key(): string {
+    return objectKey(this.namespace, this.name);
+  }
 
   /** The JSON with `kind` and `apiVersion` first, as GET and watch events carry it. */
   get json(): string {
@@ -97,12 +112,16 @@ interface Table {
   readonly indexes: Map<string, Map<string, Set<string>>>;
   readonly byOwnerUid: Map<string, Set<string>>;
   readonly watchers: Set<WatchSink>;
+  /** When objects with a time to live go (key → ms since the epoch), as etcd leases do. */
+  readonly expiries: Map<string, number>;
 }
 
 export interface ListQuery {
   /** Serve the state as of this resourceVersion (exact lists, continued pages); current when unset. */
   atRv?: number;
-  /** Only names strictly after this one (continue tokens). */
+  /** Only the objects of this namespace (keys under `<namespace>/`). */
+  namespace?: string;
+  /** Only keys strictly after this one (continue tokens). */
   after?: string;
   limit?: number;
   match?: (object: StoredObject) => boolean;
@@ -190,6 +209,8 @@ export class ObjectStore {
   private pending: StoreEvent[] = [];
   private flushScheduled = false;
   private readonly rvWaiters = new Set<() => void>();
+  /** No object expires before this time (ms since the epoch); a lower bound, never too late. */
+  private earliestExpiry = Infinity;
 
   constructor(options: ObjectStoreOptions = {}) {
     this.historySize = options.historySize ?? 10_000;
@@ -218,6 +239,7 @@ export class ObjectStore {
       indexes,
       byOwnerUid: new Map(),
       watchers: new Set(),
+      expiries: new Map(),
     });
   }
 
@@ -227,8 +249,9 @@ export class ObjectStore {
     return table;
   }
 
-  get(resource: string, name: string): StoredObject | undefined {
-    return this.table(resource).byName.get(name);
+  /** @param key see {@link objectKey} */
+  get(resource: string, key: string): StoredObject | undefined {
+    return this.table(resource).byName.get(key);
   }
 
   count(resource: string): number {
@@ -273,6 +296,7 @@ export class ObjectStore {
       stringMapAt(meta, 'labels'),
       table.indexing.fieldsOf(body),
       ownerUids,
+      strAt(meta, 'namespace') ?? '',
     );
   }
 
@@ -287,9 +311,9 @@ export class ObjectStore {
       let names = index.get(value);
       if (add) {
         if (names === undefined) index.set(value, (names = new Set()));
-        names.add(stored.name);
+        names.add(stored.key);
       } else if (names !== undefined) {
-        names.delete(stored.name);
+        names.delete(stored.key);
         if (names.size === 0) index.delete(value);
       }
     }
@@ -297,9 +321,9 @@ export class ObjectStore {
       let names = table.byOwnerUid.get(uid);
       if (add) {
         if (names === undefined) table.byOwnerUid.set(uid, (names = new Set()));
-        names.add(stored.name);
+        names.add(stored.key);
       } else if (names !== undefined) {
-        names.delete(stored.name);
+        names.delete(stored.key);
         if (names.size === 0) table.byOwnerUid.delete(uid);
       }
     }
@@ -311,8 +335,8 @@ export class ObjectStore {
     const rv = this.currentRv + 1;
     const stored = this.makeStored(resource, object, rv);
     this.currentRv = rv;
-    table.byName.set(stored.name, stored);
-    table.sorted.splice(upperBound(table.sorted, stored.name), 0, stored.name);
+    table.byName.set(stored.key, stored);
+    table.sorted.splice(upperBound(table.sorted, stored.key), 0, stored.key);
     this.index(table, stored, true);
     this.record({ type: 'ADDED', rv, resource, object: stored, prev: undefined });
     return stored;
@@ -323,29 +347,61 @@ export class ObjectStore {
     const table = this.table(resource);
     const rv = this.currentRv + 1;
     const stored = this.makeStored(resource, object, rv);
-    const prev = table.byName.get(stored.name);
-    if (prev === undefined) throw new Error(`update of missing ${resource}/${stored.name}`);
+    const prev = table.byName.get(stored.key);
+    if (prev === undefined) throw new Error(`update of missing ${resource}/${stored.key}`);
     this.currentRv = rv;
     this.index(table, prev, false);
-    table.byName.set(stored.name, stored);
+    table.byName.set(stored.key, stored);
     this.index(table, stored, true);
     this.record({ type: 'MODIFIED', rv, resource, object: stored, prev });
     return stored;
   }
 
   /** Removes an object; returns its last content stamped with the deletion's resourceVersion. */
-  delete(resource: string, name: string): StoredObject | undefined {
+  /** @param key see {@link objectKey} */
+  delete(resource: string, key: string): StoredObject | undefined {
     const table = this.table(resource);
-    const prev = table.byName.get(name);
+    const prev = table.byName.get(key);
     if (prev === undefined) return undefined;
     const rv = this.currentRv + 1;
     const deleted = this.restamp(prev, rv);
     this.currentRv = rv;
-    table.byName.delete(name);
-    const at = lowerBound(table.sorted, name);
-    if (table.sorted[at] === name) table.sorted.splice(at, 1);
+    table.byName.delete(key);
+    table.expiries.delete(key);
+    const at = lowerBound(table.sorted, key);
+    if (table.sorted[at] === key) table.sorted.splice(at, 1);
     this.index(table, prev, false);
     this.record({ type: 'DELETED', rv, resource, object: deleted, prev });
+    return deleted;
+  }
+
+  /**
+   * Gives an object a time to live: it is deleted (with a DELETED event) by the first
+   * {@link expire} at or after `atMs`. A later call replaces the deadline, as a write that
+   * attaches a new etcd lease does.
+   */
+  setExpiry(resource: string, key: string, atMs: number): void {
+    const table = this.table(resource);
+    if (!table.byName.has(key)) return;
+    table.expiries.set(key, atMs);
+    this.earliestExpiry = Math.min(this.earliestExpiry, atMs);
+  }
+
+  /** Deletes every object whose time to live has run out by `nowMs`. @returns how many */
+  expire(nowMs: number): number {
+    // Every request sweeps: the common case (nothing due) must not scan the deadlines.
+    if (nowMs < this.earliestExpiry) return 0;
+    let deleted = 0;
+    let earliest = Infinity;
+    for (const [resource, table] of this.tables) {
+      const due: string[] = [];
+      for (const [key, at] of table.expiries) {
+        if (at <= nowMs) due.push(key);
+        else earliest = Math.min(earliest, at);
+      }
+      for (const key of due) if (this.delete(resource, key) !== undefined) deleted++;
+    }
+    this.earliestExpiry = earliest;
     return deleted;
   }
 
@@ -455,7 +511,7 @@ export class ObjectStore {
     for (let i = this.history.length - 1; i >= 0; i--) {
       const event = this.history[i];
       if (event === undefined || event.rv <= atRv) break;
-      if (event.resource === resource) overlay.set(event.object.name, event.prev);
+      if (event.resource === resource) overlay.set(event.object.key, event.prev);
     }
     if (overlay.size === 0) return { names: table.sorted, get: (name) => table.byName.get(name) };
     const names = new Set(table.sorted);
@@ -487,13 +543,19 @@ export class ObjectStore {
       }
     }
     let start = 0;
-    if (query.after !== undefined) start = upperBound(names, query.after);
+    let end = names.length;
+    if (query.namespace !== undefined) {
+      // '0' follows '/': the keys of the namespace are those in [`<ns>/`, `<ns>0`).
+      start = lowerBound(names, `${query.namespace}/`);
+      end = lowerBound(names, `${query.namespace}0`);
+    }
+    if (query.after !== undefined) start = Math.max(start, upperBound(names, query.after));
     const limit = query.limit !== undefined && query.limit > 0 ? query.limit : Infinity;
     const items: StoredObject[] = [];
     let lastExamined: string | undefined;
     let more = false;
     let i = start;
-    for (; i < names.length; i++) {
+    for (; i < end; i++) {
       const name = names[i] ?? '';
       if (items.length >= limit) {
         more = true;
@@ -509,7 +571,7 @@ export class ObjectStore {
       items,
       rv,
       continueAfter: more ? lastExamined : undefined,
-      remainingItemCount: more && query.filtered !== true ? names.length - i : undefined,
+      remainingItemCount: more && query.filtered !== true ? end - i : undefined,
     };
   }
 
@@ -528,6 +590,7 @@ export class ObjectStore {
       table.sorted.length = 0;
       for (const index of table.indexes.values()) index.clear();
       table.byOwnerUid.clear();
+      table.expiries.clear();
     }
     this.pending = [];
     this.currentRv += 1;
@@ -571,7 +634,7 @@ export class ObjectStore {
     }
     this.reset();
     for (const { table, stored } of loaded) {
-      table.byName.set(stored.name, stored);
+      table.byName.set(stored.key, stored);
       this.index(table, stored, true);
     }
     for (const table of this.tables.values())

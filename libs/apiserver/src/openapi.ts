@@ -51,21 +51,35 @@ export function openApiDocument(
   if (matching.length === 0) return undefined;
   const paths: JsonObject = {};
   for (const type of matching) {
-    const base = `/${groupVersionPath(type)}/${type.resource}`;
+    const collection = `/${groupVersionPath(type)}/${type.resource}`;
+    const base = type.namespaced
+      ? `/${groupVersionPath(type)}/namespaces/{namespace}/${type.resource}`
+      : collection;
+    // Read-only types (Pods, Leases: the emulator stores none) describe only their reads.
+    const writable = type.readOnly !== true;
     paths[base] = {
       get: operation(type, 'list', []),
-      post: operation(type, 'post', WRITE_PARAMS),
-      delete: operation(type, 'deletecollection', []),
+      ...(writable
+        ? {
+            post: operation(type, 'post', WRITE_PARAMS),
+            delete: operation(type, 'deletecollection', []),
+          }
+        : {}),
     };
     paths[`${base}/{name}`] = {
       get: operation(type, 'get', []),
-      put: operation(type, 'put', WRITE_PARAMS),
-      patch: operation(type, 'patch', [
-        ...WRITE_PARAMS,
-        queryParam('force', 'Force is going to "force" Apply requests.'),
-      ]),
-      delete: operation(type, 'delete', []),
+      ...(writable
+        ? {
+            put: operation(type, 'put', WRITE_PARAMS),
+            patch: operation(type, 'patch', [
+              ...WRITE_PARAMS,
+              queryParam('force', 'Force is going to "force" Apply requests.'),
+            ]),
+            delete: operation(type, 'delete', []),
+          }
+        : {}),
     };
+    if (type.namespaced) paths[collection] = { get: operation(type, 'list', []) };
   }
   return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.34.0' }, paths };
 }

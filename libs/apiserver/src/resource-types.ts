@@ -96,8 +96,37 @@ export interface ResourceType {
   /** Set when requests in this version are converted to and from the stored shape. */
   readonly conversion?: VersionConversion;
   readonly indexing: ResourceIndexing;
+  /**
+   * Whether objects live in namespaces: served under `/namespaces/{namespace}/` (and listed and
+   * watched across namespaces without it), stored under `<namespace>/<name>`.
+   */
+  readonly namespaced: boolean;
   /** Field labels the selector accepts; others get `fieldLabelError`. */
   readonly fieldLabels: readonly string[];
+  /**
+   * Field labels of this version that select a field under another name (the scheme's field
+   * label conversion, e.g. events.k8s.io's `regarding.name` → `involvedObject.name`).
+   */
+  readonly fieldLabelAliases?: Readonly<Record<string, string>>;
+  /** A PUT of a missing object creates it (the strategy's `AllowCreateOnUpdate`). */
+  readonly allowCreateOnUpdate?: boolean;
+  /**
+   * Objects are deleted a time after their last write, as the Event registry's `TTLFunc`
+   * (kube-apiserver's `--event-ttl`) makes etcd do.
+   */
+  readonly expires?: boolean;
+  /**
+   * `DefaultGarbageCollectionPolicy` is `Unsupported`: a deletion's propagation policy adds no
+   * `orphan` or `foregroundDeletion` finalizer.
+   */
+  readonly garbageCollectionUnsupported?: boolean;
+  /**
+   * The group of the internal type when it is not this version's: events.k8s.io Events are the
+   * core group's internal Event, so their Invalid errors say `Event "x" is invalid`.
+   */
+  readonly internalGroup?: string;
+  /** Served for reads only (the emulator stores none): writes are answered 405. */
+  readonly readOnly?: boolean;
   fieldLabelError(label: string): string;
   /** Whether the registry maintains `metadata.generation` (bumped on spec changes). */
   readonly hasGeneration: boolean;
@@ -123,7 +152,8 @@ export interface ResourceType {
   cells(obj: JsonObject, nowMs: number): JsonValue[];
 }
 
-const NAME_COLUMN: TableColumn = {
+/** The Name column every type's Table has. */
+export const NAME_COLUMN: TableColumn = {
   name: 'Name',
   type: 'string',
   format: 'name',
@@ -132,7 +162,8 @@ const NAME_COLUMN: TableColumn = {
   priority: 0,
 };
 
-const AGE_COLUMN: TableColumn = {
+/** The Age column (creation timestamp) of most types' Tables. */
+export const AGE_COLUMN: TableColumn = {
   name: 'Age',
   type: 'string',
   format: '',
@@ -141,7 +172,8 @@ const AGE_COLUMN: TableColumn = {
   priority: 0,
 };
 
-function column(name: string, description: string, priority = 0): TableColumn {
+/** A string column of a Table. */
+export function column(name: string, description: string, priority = 0): TableColumn {
   return { name, type: 'string', format: '', description, priority };
 }
 
@@ -175,7 +207,8 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(hours / 24 / 365)}y`;
 }
 
-function age(obj: JsonObject, nowMs: number): string {
+/** The Age cell: the time since creation. */
+export function age(obj: JsonObject, nowMs: number): string {
   const created = strAt(objAt(obj, 'metadata'), 'creationTimestamp');
   if (created === undefined) return '<unknown>';
   return humanDuration(nowMs - Date.parse(created));
@@ -294,6 +327,7 @@ export const resourceSliceType: ResourceType = {
   kind: 'ResourceSlice',
   listKind: 'ResourceSliceList',
   schema: resourceSliceSchema,
+  namespaced: false,
   indexing: {
     kind: 'ResourceSlice',
     apiVersion: 'resource.k8s.io/v1',
@@ -405,6 +439,7 @@ export const nodeType: ResourceType = {
   kind: 'Node',
   listKind: 'NodeList',
   schema: nodeSchema,
+  namespaced: false,
   indexing: {
     kind: 'Node',
     apiVersion: 'v1',

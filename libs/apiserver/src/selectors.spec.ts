@@ -49,6 +49,7 @@ describe('field selectors', () => {
   const known = (label: string) => {
     if (!['metadata.name', 'spec.nodeName', 'spec.driver'].includes(label))
       throw new Error(`unsupported ${label}`);
+    return label;
   };
 
   it('ANDs terms and supports != and escapes', () => {

@@ -400,10 +400,14 @@ function unescape(value: string): string {
 }
 
 /**
- * Parses a `fieldSelector` query value; `convert` maps each field label or throws the resource's
- * "field label not supported" error. @throws SelectorError
+ * Parses a `fieldSelector` query value; `convert` maps each field label to the field it selects
+ * (returning nothing keeps the label) or throws the resource's "field label not supported" error.
+ * @throws SelectorError
  */
-export function parseFieldSelector(input: string, convert: (label: string) => void): FieldSelector {
+export function parseFieldSelector(
+  input: string,
+  convert: (label: string) => string | undefined,
+): FieldSelector {
   const parts = splitTerms(input).sort();
   const requirements: FieldRequirement[] = [];
   for (const part of parts) {
@@ -424,6 +428,10 @@ export function parseFieldSelector(input: string, convert: (label: string) => vo
     const value = unescape(part.slice(found.index + found.op.length));
     requirements.push({ field, value, negate: found.op === '!=' });
   }
-  for (const r of requirements) convert(r.field);
-  return new FieldSelector(requirements);
+  return new FieldSelector(
+    requirements.map((r) => {
+      const field = convert(r.field) ?? r.field;
+      return field === r.field ? r : { ...r, field };
+    }),
+  );
 }

@@ -113,8 +113,24 @@ function validateFinalizers(finalizers: JsonValue[] | undefined, path: FieldPath
   return errs;
 }
 
-/** The name check run with the type's own validation (`ValidateObjectMeta`). */
-export function validateObjectMeta(meta: JsonObject, nameFn = nameIsDnsSubdomain): FieldError[] {
+/** apimachinery's `IsPathSegmentName` / `IsPathSegmentPrefix`: the generic registry's name rule. */
+export function pathSegmentProblems(name: string, prefix: boolean): readonly string[] {
+  const problems: string[] = [];
+  if (!prefix)
+    for (const bad of ['.', '..']) if (name === bad) problems.push(`may not be '${bad}'`);
+  for (const bad of ['/', '%']) if (name.includes(bad)) problems.push(`may not contain '${bad}'`);
+  return problems;
+}
+
+/**
+ * The name check run with the type's own validation (`ValidateObjectMeta`); a namespaced type's
+ * objects also need a namespace that is a DNS label.
+ */
+export function validateObjectMeta(
+  meta: JsonObject,
+  nameFn = nameIsDnsSubdomain,
+  namespaced = false,
+): FieldError[] {
   const path = FieldPath.root('metadata');
   const errs: FieldError[] = [];
   const generateName = strAt(meta, 'generateName') ?? '';
@@ -129,6 +145,13 @@ export function validateObjectMeta(meta: JsonObject, nameFn = nameIsDnsSubdomain
   else
     for (const msg of nameFn(name, false))
       errs.push(fieldError.invalid(path.child('name'), name, msg));
+  if (namespaced) {
+    const namespace = strAt(meta, 'namespace') ?? '';
+    if (namespace === '') errs.push(fieldError.required(path.child('namespace')));
+    else
+      for (const msg of dns1123LabelProblems(namespace))
+        errs.push(fieldError.invalid(path.child('namespace'), namespace, msg));
+  }
   const generation = numAt(meta, 'generation') ?? 0;
   if (generation < 0) {
     errs.push(
