@@ -1,10 +1,13 @@
 import { System, gpuInventory, publishes } from './harness';
+import type { InProcessDriver } from './harness';
 import type { DriverInventory } from '@slicekeeper/contracts';
 
 const GPU = 'gpu.example.com';
 
 describe('a driver sending invalid inventory (scenario 10)', () => {
   let system: System;
+  /** node-b's driver, which sends the invalid inventories. */
+  let bad: InProcessDriver;
 
   beforeAll(async () => {
     system = await System.start({ name: 'invalid-inventory', nodes: ['node-a', 'node-b'] });
@@ -20,7 +23,7 @@ describe('a driver sending invalid inventory (scenario 10)', () => {
       driver: GPU,
       inventory: gpuInventory(),
     });
-    const bad = await system.inProcessDriver({
+    bad = await system.inProcessDriver({
       node: 'node-b',
       driver: GPU,
       inventory: gpuInventory(),
@@ -60,5 +63,50 @@ describe('a driver sending invalid inventory (scenario 10)', () => {
     // The test's own polling lists too; a retry loop on the bad key would add dozens a second.
     expect(lists.length).toBeLessThan(200);
     expect((await system.status('node-b', GPU))?.sync?.outcome).toBe('invalid');
+  }, 60_000);
+
+  it('is told on the Node: a Warning Event naming the field, a series for repeats, then recovery', async () => {
+    // The first test left node-b's driver invalid: device 3 named GPU_3.
+    await system.until('the Warning Event is recorded', async () =>
+      (await system.nodeEvents('node-b')).some((e) => e.reason === 'InvalidInventory'),
+    );
+    const [warning] = await system.nodeEvents('node-b');
+    expect(warning).toMatchObject({ type: 'Warning', reason: 'InvalidInventory', count: 1 });
+    expect(warning?.note).toContain(`driver ${GPU}: inventory refused`);
+    expect(warning?.note).toMatch(/pools\[0\]\.devices\[3\]\.name: Invalid value: "GPU_3"/);
+
+    // The same mistake again (a new inventory, the same bad name): the Event counts it.
+    const again = gpuInventory({ rev: 2 });
+    const device = again.pools[0]?.devices[3];
+    if (device !== undefined) device.name = 'GPU_3';
+    bad.publish(again);
+    await system.until('the series counts the repeat', async () =>
+      (await system.nodeEvents('node-b')).some(
+        (e) => e.reason === 'InvalidInventory' && e.count === 2,
+      ),
+    );
+    const describe = await system.kubectl('describe', 'node', 'node-b');
+    expect(describe).toMatch(
+      /Warning\s+InvalidInventory\s+.*\(x2 over .*\)\s+slicekeeper\.dev\/slice-syncer/,
+    );
+    expect(describe).toContain('"GPU_3"');
+
+    // Fixed: the Node says it is published again.
+    const fixed = gpuInventory({ rev: 3 });
+    bad.publish(fixed);
+    await system.until('the recovery Event', async () =>
+      (await system.nodeEvents('node-b')).some((e) => e.reason === 'ResourcesPublished'),
+    );
+    const events = await system.nodeEvents('node-b');
+    expect(events.map(({ type, reason, count }) => ({ type, reason, count }))).toEqual([
+      { type: 'Warning', reason: 'InvalidInventory', count: 2 },
+      { type: 'Normal', reason: 'ResourcesPublished', count: 1 },
+    ]);
+    // The pool's generation went up with each publish of node-b's slices.
+    expect(events[1]?.note).toMatch(
+      /^driver gpu\.example\.com: 8 devices published in 1 ResourceSlice \(node-b generation \d+\)$/,
+    );
+    // node-a's driver was never in trouble: nothing to tell about its Node.
+    expect(await system.nodeEvents('node-a')).toEqual([]);
   }, 60_000);
 });

@@ -37,5 +37,21 @@ describe('a cluster that drops device taints (DRADeviceTaints off, as 1.34 by de
     await system.until('the slices withdrawn', async () => (await slices()).length === 0, 30_000);
     const metrics = await system.syncerMetrics();
     expect(metrics).toMatch(/^slicekeeper_unreachable_taint_fallbacks_total{[^}]*} 1$/m);
+
+    // What `kubectl describe node` tells: the loss, why the devices stayed schedulable, the wipe.
+    await system.until('the withdrawal is told on the Node', async () =>
+      (await system.nodeEvents('node-a')).some((e) => e.reason === 'ResourceSlicesWithdrawn'),
+    );
+    const events = await system.nodeEvents('node-a');
+    expect(events.map(({ type, reason }) => `${type} ${reason}`)).toEqual([
+      'Warning FieldsDropped',
+      'Warning DriverUnreachable',
+      'Warning ResourceSlicesWithdrawn',
+    ]);
+    expect(events[0]?.note).toContain('spec.devices[*].taints (DRADeviceTaints)');
+    expect(events[1]?.note).toContain('the API server drops device taints');
+    expect(events[2]?.note).toBe(
+      `driver ${GPU}: unreachable for longer than the wipe delay: 1 ResourceSlice deleted`,
+    );
   }, 60_000);
 });

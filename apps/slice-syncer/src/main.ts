@@ -1,5 +1,8 @@
+import { hostname } from 'node:os';
 import {
   ClusterCache,
+  EventRecorder,
+  KubeEventClient,
   KubeNodeStatusClient,
   KubeSliceClient,
   KubeTransport,
@@ -12,6 +15,7 @@ import { runService } from '@slicekeeper/runtime';
 import {
   AntiEntropy,
   ClusterTriggers,
+  KeyEventReporter,
   Maintenance,
   NodeConditionMetrics,
   NodeConditionQueue,
@@ -30,6 +34,9 @@ import {
 } from '@slicekeeper/state';
 import { layoutRulesFor } from '@slicekeeper/slices';
 import { healthTaintPolicy, kubeconfigSource, loadConfig } from './config';
+
+/** Who the syncer's Events say reported them. */
+const EVENT_REPORTING_CONTROLLER = 'slicekeeper.dev/slice-syncer';
 
 void runService({
   service: 'slice-syncer',
@@ -98,6 +105,21 @@ void runService({
       prefix,
       ratePerSecond: config.SYNC_WRITE_RATE,
       burst: config.SYNC_WRITE_BURST,
+      onAcquired: (waitedMs) => {
+        metrics.writeLimitWait.observe(waitedMs / 1000);
+      },
+    });
+    metrics.writeLimit.set(config.SYNC_WRITE_RATE);
+    // Events about Nodes for what a user must notice (kubectl describe node), in series.
+    const events = new EventRecorder({
+      sink: new KubeEventClient({ transport, onRequest }),
+      reportingController: EVENT_REPORTING_CONTROLLER,
+      // The pod's name in Kubernetes.
+      reportingInstance: hostname(),
+      logger: logger.child({ component: 'events' }),
+      onRecord: (occurrence, outcome) => {
+        metrics.events.inc({ reason: occurrence.reason, outcome });
+      },
     });
     const reconciler = new Reconciler({
       records: new SyncRecords({ redis: syncConnection, prefix, writeLimiter }),
@@ -109,6 +131,10 @@ void runService({
       publishedWith: () => follower.describe(),
       layoutRules: () => layoutRulesFor(follower.current.release),
       healthTaints: (driver) => healthTaintPolicy(config, driver),
+      events: new KeyEventReporter({
+        recorder: events,
+        nodeUid: (node) => cluster.nodeUid(node),
+      }),
     });
     const maintenance = new Maintenance({
       redis,
@@ -181,6 +207,7 @@ void runService({
       start: async ({ probeUrl }) => {
         await cluster.start();
         antiEntropy.start();
+        events.start();
         follower.start();
         await nodeConditions.start();
         await syncer.start();
@@ -193,6 +220,7 @@ void runService({
         follower,
         syncQueue,
         nodeConditionQueue,
+        events,
         cluster,
         api,
         {

@@ -4,11 +4,14 @@ import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import {
   ClusterCache,
+  EventRecorder,
+  KubeEventClient,
   KubeNodeStatusClient,
   KubeSliceClient,
   KubeTransport,
+  microTime,
 } from '@slicekeeper/kube';
-import type { NodeChange, NodeConditionWrite } from '@slicekeeper/kube';
+import type { EventWrite, NodeChange, NodeConditionWrite } from '@slicekeeper/kube';
 import type { ResourceSlice } from '@slicekeeper/slices';
 import { repoRoot, requestJson, waitFor } from '@slicekeeper/testing';
 import { renderKustomization } from './kube-object';
@@ -29,6 +32,8 @@ const NODE = 'node-a';
 const DRIVER = 'gpu.example.com';
 const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const NODES = '/api/v1/nodes';
+/** Where Events about Nodes go, and the slice-syncer's only namespaced role. */
+const EVENTS_NAMESPACE = 'default';
 /** The identity the slice-syncer has in the cluster (k8s/base/slice-syncer.yaml). */
 const SYNCER_USER = 'system:serviceaccount:slicekeeper:slice-syncer';
 
@@ -46,6 +51,23 @@ function slice(): ResourceSlice {
       nodeName: NODE,
       devices: [{ name: 'gpu-0', attributes: { model: { string: 'H100' } } }],
     },
+  };
+}
+
+/** An Event about the Node as the syncer's recorder writes it. */
+function nodeEvent(name = `${NODE}.1879d2c3a0b1c2d3`): EventWrite {
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name, namespace: EVENTS_NAMESPACE },
+    eventTime: microTime(Date.now()),
+    reportingController: 'slicekeeper.dev/slice-syncer',
+    reportingInstance: 'slice-syncer-0',
+    action: 'PublishResourceSlices',
+    reason: 'InvalidInventory',
+    regarding: { apiVersion: 'v1', kind: 'Node', name: NODE, uid: NODE },
+    note: `driver ${DRIVER}: inventory refused`,
+    type: 'Warning',
   };
 }
 
@@ -75,6 +97,7 @@ function syncerKubeAccess(running: RunningKubeEmulator) {
   };
   const api = new KubeSliceClient({ transport, onRequest });
   const nodeStatus = new KubeNodeStatusClient({ transport, onRequest });
+  const events = new KubeEventClient({ transport, onRequest });
   const cache = new ClusterCache({
     transport,
     logger: {
@@ -93,6 +116,7 @@ function syncerKubeAccess(running: RunningKubeEmulator) {
   return {
     api,
     nodeStatus,
+    events,
     cache,
     warnings,
     requests,
@@ -157,7 +181,7 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
   await createNode(running.url, NODE);
   running.emulator.reset({ keepObjects: true });
 
-  const { api, nodeStatus, cache, close } = syncerKubeAccess(running);
+  const { api, nodeStatus, events, cache, close } = syncerKubeAccess(running);
   const key = { node: NODE, driver: DRIVER };
   try {
     let stored = await api.createSlice(slice());
@@ -198,6 +222,17 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
       },
     } satisfies Record<keyof KubeNodeStatusClient, () => Promise<unknown>>;
     for (const step of Object.values(driveNodeStatus)) await step();
+
+    const driveEvents = {
+      // An Event about a Node, in the default namespace.
+      create: () => events.create(nodeEvent()),
+      // Its series, for a repeat.
+      patchSeries: async () => {
+        const series = { count: 2, lastObservedTime: microTime(Date.now()) };
+        expect(await events.patchSeries(nodeEvent(), series)).toBe(true);
+      },
+    } satisfies Record<keyof KubeEventClient, () => Promise<unknown>>;
+    for (const step of Object.values(driveEvents)) await step();
 
     const [left] = await api.listSlices(key);
     if (left === undefined) throw new Error('the first slice is gone');
@@ -276,11 +311,24 @@ async function verbsTheSyncerUses(running: RunningKubeEmulator): Promise<{
 
 type SyncerKubeAccess = ReturnType<typeof syncerKubeAccess>;
 
-/** kube-apiserver's message when no RBAC rule grants the syncer `verb` on `group/resource`. */
-function forbiddenMessage(group: string, resource: string, verb: string): string {
+/**
+ * kube-apiserver's message when no RBAC rule grants the syncer `verb` on `group/resource` (in
+ * `namespace`, for a namespaced resource).
+ */
+function forbiddenMessage(
+  group: string,
+  resource: string,
+  verb: string,
+  namespace?: string,
+): string {
   const qualified = group === '' ? resource : `${resource}.${group}`;
-  return `${qualified} is forbidden: User "${SYNCER_USER}" cannot ${verb} resource "${resource}" in API group "${group}" at the cluster scope`;
+  const scope =
+    namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+  return `${qualified} is forbidden: User "${SYNCER_USER}" cannot ${verb} resource "${resource}" in API group "${group}" ${scope}`;
 }
+
+/** Namespaced resources the syncer writes, with the namespace it writes them in. */
+const NAMESPACED: Record<string, string> = { 'events.k8s.io/events': EVENTS_NAMESPACE };
 
 /** How many times the cache logged `msg`. */
 function warned(access: SyncerKubeAccess, msg: string): number {
@@ -401,6 +449,45 @@ const withoutGrant: Record<
       message: `patch status of Node "${NODE}": forbidden: ${forbidden}`,
     });
   },
+  'events.k8s.io/events/create': async (access, _running, forbidden) => {
+    const event = nodeEvent();
+    await expect(access.events.create(event)).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `create Event "${EVENTS_NAMESPACE}/${event.metadata.name}": forbidden: ${forbidden}`,
+    });
+    // What the syncer does of it: Events are best effort, and a missing grant is said once.
+    const logged: string[] = [];
+    const recorder = new EventRecorder({
+      sink: access.events,
+      reportingController: 'slicekeeper.dev/slice-syncer',
+      reportingInstance: 'slice-syncer-0',
+      logger: {
+        warn: (...[, msg]: unknown[]) => {
+          logged.push(String(msg));
+        },
+      },
+    });
+    const occurrence = {
+      regarding: event.regarding,
+      type: event.type,
+      action: event.action,
+      note: event.note,
+    };
+    recorder.record({ ...occurrence, reason: 'InvalidInventory' });
+    recorder.record({ ...occurrence, reason: 'NodeMissing' });
+    await recorder.close();
+    expect(logged).toEqual(['events not recorded: no RBAC to create or patch events']);
+  },
+  'events.k8s.io/events/patch': async (access, _running, forbidden) => {
+    const event = nodeEvent();
+    await access.events.create(event);
+    await expect(
+      access.events.patchSeries(event, { count: 2, lastObservedTime: microTime(Date.now()) }),
+    ).rejects.toMatchObject({
+      code: 'forbidden',
+      message: `patch Event "${EVENTS_NAMESPACE}/${event.metadata.name}": forbidden: ${forbidden}`,
+    });
+  },
   '/nodes/watch': (access, running, forbidden) =>
     expectWatchFailing(
       access,
@@ -438,7 +525,7 @@ afterAll(async () => {
 });
 
 describe("the slice-syncer's RBAC", () => {
-  it('is derived from what the client and the cache really call: ResourceSlices and Nodes only', () => {
+  it('is derived from what the clients and the cache really call: ResourceSlices, Nodes and Events', () => {
     expect(used.resources.length).toBeGreaterThan(0);
     // Reads come from lists and watches only: no rule for reading one object by name.
     expect(used.resources.filter((grant) => grant.endsWith('/get'))).toEqual([]);
@@ -448,26 +535,45 @@ describe("the slice-syncer's RBAC", () => {
   });
 
   it.each(['dev', 'prod'])(
-    '%s: the ClusterRole bound to the syncer grants exactly the verbs it uses',
+    '%s: the roles bound to the syncer grant exactly the verbs it uses, each where it uses it',
     async (overlay) => {
       const objects = await renderKustomization(join(repoRoot, 'k8s/overlays', overlay));
-      const bindings = objects.filter(
-        (o) =>
-          o.kind === 'ClusterRoleBinding' &&
-          (o['subjects'] as { kind: string; name: string }[]).some(
-            (s) => s.kind === 'ServiceAccount' && s.name === 'slice-syncer',
-          ),
-      );
-      expect(bindings).toHaveLength(1);
-      const roleName = (bindings[0]?.['roleRef'] as { kind: string; name: string }).name;
-      const role = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === roleName);
-      if (role === undefined) throw new Error(`ClusterRole ${roleName} is not rendered`);
-      const rules = role['rules'] as PolicyRule[];
-      for (const rule of rules) {
-        expect(rule.resourceNames).toBeUndefined();
-        expect(rule.nonResourceURLs).toBeUndefined();
+      const boundRoles = objects
+        .filter(
+          (o) =>
+            (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding') &&
+            (o['subjects'] as { kind: string; name: string }[]).some(
+              (s) => s.kind === 'ServiceAccount' && s.name === 'slice-syncer',
+            ),
+        )
+        .map((binding) => {
+          const ref = binding['roleRef'] as { kind: string; name: string };
+          const role = objects.find(
+            (o) =>
+              o.kind === ref.kind &&
+              o.metadata.name === ref.name &&
+              o.metadata.namespace === binding.metadata.namespace,
+          );
+          if (role === undefined) throw new Error(`${ref.kind} ${ref.name} is not rendered`);
+          return role;
+        });
+      for (const role of boundRoles) {
+        for (const rule of role['rules'] as PolicyRule[]) {
+          expect(rule.resourceNames).toBeUndefined();
+          expect(rule.nonResourceURLs).toBeUndefined();
+        }
       }
-      expect(grants(role)).toEqual(used.resources);
+      // Cluster-wide what is not namespaced; what is, by a Role in its namespace only.
+      const expected = used.resources.map((grant) => {
+        const namespace = NAMESPACED[grant.slice(0, grant.lastIndexOf('/'))];
+        return namespace === undefined ? grant : `${grant} in ${namespace}`;
+      });
+      const granted = boundRoles.flatMap((role) =>
+        role.kind === 'ClusterRole'
+          ? grants(role)
+          : grants(role).map((grant) => `${grant} in ${role.metadata.namespace ?? ''}`),
+      );
+      expect(granted.sort()).toEqual(expected);
     },
   );
 
@@ -520,7 +626,7 @@ describe('the slice-syncer without one of the verbs its role grants', () => {
     const [group = '', ...path] = grant.split('/');
     const verb = path.pop() ?? '';
     const resource = path.join('/');
-    const forbidden = forbiddenMessage(group, resource, verb);
+    const forbidden = forbiddenMessage(group, resource, verb, NAMESPACED[`${group}/${resource}`]);
     // With a duration, the fault answers every matching request until it expires.
     denied.emulator.injectFault({
       verb,

@@ -9,6 +9,15 @@ export { ClusterCache } from './cluster-cache';
 export type { ClusterCacheOptions, NodeChange, RelistResult } from './cluster-cache';
 export { KubeSliceClient } from './kube-slice-client';
 export type { KubeSliceClientOptions } from './kube-slice-client';
+export { EventRecorder, microTime } from './event-recorder';
+export type { EventOccurrence, EventRecordOutcome, EventRecorderOptions } from './event-recorder';
+export { KubeEventClient } from './kube-event-client';
+export type {
+  EventRegarding,
+  EventSeriesWrite,
+  EventWrite,
+  KubeEventClientOptions,
+} from './kube-event-client';
 export { KubeNodeStatusClient } from './kube-node-status-client';
 export type { KubeNodeStatusClientOptions, PatchedNode } from './kube-node-status-client';
 export { PUBLISHED_CONDITION_TYPE, conditionStatuses } from './node-condition-json';

@@ -25,6 +25,30 @@ describe('WriteRateLimiter', () => {
     expect(waits[0]).toBeLessThanOrEqual(100);
   });
 
+  it('tells what each write waited for its token (the saturation metric)', async () => {
+    const slept: number[] = [];
+    const waited: number[] = [];
+    const limiter = new WriteRateLimiter({
+      redis: db.redis,
+      prefix: uniquePrefix('waits'),
+      ratePerSecond: 50,
+      burst: 1,
+      // The bucket refills by Redis's clock (TIME), which no test can move: really wait the
+      // 20 ms a token takes at this rate.
+      sleep: (ms) => {
+        slept.push(ms);
+        return new Promise((resolve) => setTimeout(resolve, ms));
+      },
+      onAcquired: (ms) => waited.push(ms),
+    });
+    await limiter.acquire();
+    await limiter.acquire();
+    expect(waited).toHaveLength(2);
+    expect(waited[0]).toBe(0);
+    expect(waited[1]).toBe(slept.reduce((sum, ms) => sum + ms, 0));
+    expect(waited[1]).toBeGreaterThan(0);
+  });
+
   it('is one budget for every replica', async () => {
     const prefix = uniquePrefix('shared');
     const waited: string[] = [];

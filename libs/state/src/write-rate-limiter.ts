@@ -12,6 +12,8 @@ export interface WriteRateLimiterOptions {
   burst: number;
   /** Injected for tests. @defaultValue setTimeout-based sleep */
   sleep?: (ms: number) => Promise<void>;
+  /** Told of every write allowed, with how long it waited for its token, ms (metrics). */
+  onAcquired?: (waitedMs: number) => void;
 }
 
 // A token bucket kept in Redis and refilled from Redis' own clock (TIME), so that replicas with
@@ -63,10 +65,13 @@ export class WriteRateLimiter {
   /** Resolves when the caller may make one write. */
   async acquire(): Promise<void> {
     const { redis, ratePerSecond, burst } = this.options;
+    let waited = 0;
     for (;;) {
       const wait = Number(await TAKE_TOKEN.run(redis, [this.key], [ratePerSecond, burst]));
-      if (wait <= 0) return;
+      if (wait <= 0) break;
       await this.sleep(wait);
+      waited += wait;
     }
+    this.options.onAcquired?.(waited);
   }
 }

@@ -40,3 +40,10 @@ export {
 export type { NodeConditionJob, NodeConditionQueueOptions } from './node-condition-queue';
 export { NodeConditionWorker } from './node-condition-worker';
 export type { NodeConditionWorkerOptions } from './node-condition-worker';
+export { KeyEventReporter, keyEventReasons, keyEvents } from './key-events';
+export type {
+  KeyEvent,
+  KeyEventInput,
+  KeyEventReason,
+  KeyEventReporterOptions,
+} from './key-events';

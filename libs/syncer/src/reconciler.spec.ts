@@ -1,6 +1,9 @@
 import type { Device, InventorySnapshot, SyncReason } from '@slicekeeper/contracts';
+import { Registry } from 'prom-client';
 import { CorruptRecordError } from '@slicekeeper/state';
 import { Reconciler } from './reconciler';
+import type { KeyEventInput } from './key-events';
+import { SyncerMetrics } from './syncer-metrics';
 import { FakeCluster, FakeRecords, silentLogger } from './testing/fakes';
 import type { FakeServerOptions } from './testing/fakes';
 
@@ -39,6 +42,43 @@ function setup(server: FakeServerOptions = {}) {
 }
 
 describe('Reconciler', () => {
+  it('measures the first publish of each snapshot generation from its arrival, and tells every status', async () => {
+    const records = new FakeRecords();
+    const cluster = new FakeCluster();
+    cluster.nodes.set('node-a', NODE_UID);
+    const registry = new Registry();
+    const told: KeyEventInput[] = [];
+    const reconciler = new Reconciler({
+      records,
+      cluster,
+      api: cluster,
+      logger: silentLogger,
+      metrics: new SyncerMetrics(registry),
+      // 1.5 s after the snapshot arrived.
+      now: () => new Date('2026-11-24T12:00:01.500Z'),
+      events: { report: (input) => told.push(input) },
+    });
+    const sync = (reason: SyncReason) =>
+      reconciler.reconcile(key, { jobId: 'job', attempt: 1, reason });
+    const latency = async () =>
+      (await registry.getSingleMetric('slicekeeper_publish_latency_seconds')?.get())?.values ?? [];
+
+    records.records.snapshot = snapshot(1, [gpu(0)]);
+    await sync('snapshot');
+    await sync('resync');
+    const values = await latency();
+    expect(
+      values.find((v) => v.metricName === 'slicekeeper_publish_latency_seconds_count')?.value,
+    ).toBe(1);
+    expect(
+      values.find((v) => v.metricName === 'slicekeeper_publish_latency_seconds_sum')?.value,
+    ).toBe(1.5);
+    expect(told.map((t) => [t.previous?.outcome, t.status.outcome, t.registered])).toEqual([
+      [undefined, 'synced', true],
+      ['synced', 'synced', true],
+    ]);
+  });
+
   it('publishes a snapshot from the cache without reading the API, and does nothing the second time', async () => {
     const { records, cluster, sync, devices } = setup();
     records.records.snapshot = snapshot(1, [gpu(0), gpu(1)]);

@@ -35,6 +35,7 @@ import { kubeErrorCode } from '@slicekeeper/kube';
 import { CorruptRecordError } from '@slicekeeper/state';
 import type { SyncTurn } from '@slicekeeper/state';
 import { NodeMissingError, RemovalPendingError } from './backoff';
+import type { KeyEventInput } from './key-events';
 import type { ClusterView, SliceApi } from './slice-api';
 import type { SyncerMetrics } from './syncer-metrics';
 
@@ -81,6 +82,8 @@ export interface ReconcilerOptions {
   layoutRules?: () => LayoutRules;
   /** What a driver's unhealthy and unknown devices get. @defaultValue `() => 'NoSchedule'` */
   healthTaints?: (driver: string) => HealthTaintPolicy;
+  /** Told of every recorded status, for the Events about the key's Node (`KeyEventReporter`). */
+  events?: { report(input: KeyEventInput): void };
 }
 
 export interface SyncContext {
@@ -175,6 +178,7 @@ export class Reconciler {
       forgetSnapshot = false,
     ) =>
       this.record(
+        key,
         turn,
         {
           ...fields,
@@ -288,6 +292,9 @@ export class Reconciler {
           },
           !registered,
         );
+        if (snapshot !== undefined && status.outcome === 'synced') {
+          this.observePublished(snapshot, previous);
+        }
         log.debug({ outcome: status.outcome, writes, reason: context.reason }, 'synced');
         return { status };
       }
@@ -425,6 +432,15 @@ export class Reconciler {
     }
   }
 
+  /** The end-to-end latency of a snapshot generation's first publish. */
+  private observePublished(snapshot: InventorySnapshot, previous: SyncStatus | undefined): void {
+    if (previous?.outcome === 'synced' && previous.snapshotGeneration === snapshot.generation) {
+      return;
+    }
+    const seconds = (this.now().getTime() - Date.parse(snapshot.receivedAt)) / 1000;
+    this.options.metrics?.publishLatency.observe(Math.max(0, seconds));
+  }
+
   /** Counts dropped fields and logs them once per key and snapshot generation. */
   private reportDropped(
     log: Logger,
@@ -443,17 +459,29 @@ export class Reconciler {
     }
   }
 
-  /** Records the outcome (see `SyncTurn.finish`), which releases the key's guard. */
+  /**
+   * Records the outcome (see `SyncTurn.finish`), which releases the key's guard, and tells it
+   * as Events about the key's Node.
+   */
   private async record(
+    key: SliceKey,
     turn: KeyTurn,
     fields: Omit<SyncStatus, 'finishedAt'>,
     forgetSnapshot: boolean,
   ): Promise<SyncStatus> {
     const status: SyncStatus = { ...fields, finishedAt: this.now().toISOString() };
+    const previous = turn.previousStatus();
     // The driver hears of an outcome when what it would be told changed.
-    const announce = !sameFeedback(turn.previousStatus(), status);
+    const announce = !sameFeedback(previous, status);
     await turn.finish(status, { forgetSnapshot, announce });
     this.options.metrics?.syncs.inc({ outcome: status.outcome });
+    this.options.events?.report({
+      key,
+      previous,
+      status,
+      registered: turn.registered(),
+      stream: readableStreamState(turn),
+    });
     return status;
   }
 }
@@ -471,6 +499,16 @@ function onlyDropped(
   const fields = droppedFields(update, current);
   if (fields.length === 0) return false;
   return semanticEqual(withoutFields(update, fields).spec, current.spec);
+}
+
+/** The key's stream state; undefined when unreadable (the sync recorded `corrupt` then). */
+function readableStreamState(turn: KeyTurn): StreamState | undefined {
+  try {
+    return turn.streamState();
+  } catch (error) {
+    if (error instanceof CorruptRecordError) return undefined;
+    throw error;
+  }
 }
 
 /** The driver-unreachable part of the planner's input, from the key's stream state. */

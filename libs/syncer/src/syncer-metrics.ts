@@ -25,6 +25,21 @@ export class SyncerMetrics {
   readonly unreachableTaintFallbacks: Counter;
   /** 1 for the resource.k8s.io version slices are written in, with the server's release. */
   readonly resourceApi: Gauge<'group_version' | 'release'>;
+  /**
+   * Occurrences of Events about Nodes by reason and what became of them: `created` (a new
+   * Event), `series` (its count written), `counted` (a repeat kept for the next series write),
+   * `failed` (not recorded: events are best effort).
+   */
+  readonly events: Counter<'reason' | 'outcome'>;
+  /**
+   * From the watcher storing a snapshot to its slices written, for the first sync that
+   * publishes each snapshot generation: what a driver's change waits for end to end.
+   */
+  readonly publishLatency: Histogram;
+  /** Each write token's wait for the cluster-wide write limit (the count is writes allowed). */
+  readonly writeLimitWait: Histogram;
+  /** The cluster-wide write limit, writes per second (`SYNC_WRITE_RATE`). */
+  readonly writeLimit: Gauge;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -51,6 +66,29 @@ export class SyncerMetrics {
       name: 'slicekeeper_slice_writes_total',
       help: 'ResourceSlice writes by operation (create, update, delete).',
       labelNames: ['op'],
+      registers: [registry],
+    });
+    this.events = new Counter({
+      name: 'slicekeeper_events_total',
+      help: 'Occurrences of Kubernetes Events about Nodes, by reason and outcome (created, series, counted, failed).',
+      labelNames: ['reason', 'outcome'],
+      registers: [registry],
+    });
+    this.publishLatency = new Histogram({
+      name: 'slicekeeper_publish_latency_seconds',
+      help: 'From the watcher storing a snapshot to its slices written (first sync of each snapshot generation that publishes it).',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    });
+    this.writeLimitWait = new Histogram({
+      name: 'slicekeeper_write_limit_wait_seconds',
+      help: 'Wait of each API write for its token of the cluster-wide write limit (0 when a token was there).',
+      buckets: [0, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers: [registry],
+    });
+    this.writeLimit = new Gauge({
+      name: 'slicekeeper_write_limit_per_second',
+      help: 'The cluster-wide API write limit, writes per second (SYNC_WRITE_RATE).',
       registers: [registry],
     });
     this.overlaps = new Counter({

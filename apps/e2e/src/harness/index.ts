@@ -13,4 +13,4 @@ export type { Kubelet130DriverOptions } from './kubelet-130-driver';
 export { deviceRevs, gpuInventory, publishes } from './inventories';
 export type { GpuInventoryOptions } from './inventories';
 export { System } from './system';
-export type { PluginStatus, ServiceName, SystemOptions } from './system';
+export type { NodeEvent, PluginStatus, ServiceName, SystemOptions } from './system';

@@ -22,6 +22,15 @@ import type { ResourceSlice, ResourceSliceVersion } from './emulator-client';
 
 const run = promisify(execFile);
 
+/** An Event about a Node, as `nodeEvents` reads it. */
+export interface NodeEvent {
+  type: string;
+  reason: string;
+  note: string;
+  /** Occurrences: the series count, or 1. */
+  count: number;
+}
+
 /** A slicekeeper service of the system under test. */
 export type ServiceName = 'registration-api' | 'plugin-watcher' | `slice-syncer-${number}`;
 
@@ -351,6 +360,31 @@ export class System {
       items: ResourceSlice[];
     };
     return version === undefined ? list.items : list.items.map((s) => sliceAsV1(s, version));
+  }
+
+  /**
+   * The Events about a Node as kubectl reads them with the events.k8s.io API
+   * (`kubectl get events.events.k8s.io -n default -o json`), oldest first, each with its series
+   * count (1 for a single occurrence).
+   */
+  async nodeEvents(node: string): Promise<NodeEvent[]> {
+    const list = JSON.parse(
+      await this.kubectl('get', 'events.v1.events.k8s.io', '-n', 'default', '-o', 'json'),
+    ) as {
+      items: (Omit<NodeEvent, 'count'> & {
+        metadata: { name: string };
+        regarding: { kind: string; name: string };
+        eventTime: string;
+        series?: { count: number };
+      })[];
+    };
+    return list.items
+      .filter((e) => e.regarding.kind === 'Node' && e.regarding.name === node)
+      .sort(
+        (a, b) =>
+          a.eventTime.localeCompare(b.eventTime) || a.metadata.name.localeCompare(b.metadata.name),
+      )
+      .map(({ type, reason, note, series }) => ({ type, reason, note, count: series?.count ?? 1 }));
   }
 
   /** Waits until `check` holds, polling; fails naming `what`. */

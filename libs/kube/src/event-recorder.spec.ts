@@ -1,0 +1,191 @@
+import pino from 'pino';
+import { ManualClock } from '@slicekeeper/runtime/testing';
+import { EventRecorder, microTime } from './event-recorder';
+import type { EventOccurrence, EventRecordOutcome } from './event-recorder';
+import type { EventSeriesWrite, EventWrite } from './kube-event-client';
+
+/** What reached the API server, in order. */
+type Sent =
+  | { op: 'create'; name: string; reason: string; series?: EventSeriesWrite }
+  | { op: 'patch'; name: string; series: EventSeriesWrite; found: boolean };
+
+/**
+ * An event sink that keeps what it was sent; it answers 404 for events it never created or that
+ * are in `gone`.
+ */
+class RecordingSink {
+  readonly sent: Sent[] = [];
+  readonly gone = new Set<string>();
+  private readonly created = new Set<string>();
+  failCreates = 0;
+
+  create(event: EventWrite): Promise<void> {
+    if (this.failCreates > 0) {
+      this.failCreates--;
+      return Promise.reject(new Error('connection reset'));
+    }
+    const { name } = event.metadata;
+    this.gone.delete(name);
+    this.created.add(name);
+    this.sent.push({
+      op: 'create',
+      name,
+      reason: event.reason,
+      ...(event.series === undefined ? {} : { series: event.series }),
+    });
+    return Promise.resolve();
+  }
+
+  patchSeries(event: EventWrite, series: EventSeriesWrite): Promise<boolean> {
+    const found = this.created.has(event.metadata.name) && !this.gone.has(event.metadata.name);
+    this.sent.push({ op: 'patch', name: event.metadata.name, series, found });
+    return Promise.resolve(found);
+  }
+}
+
+const NODE_A = { apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: 'uid-a' };
+
+function invalid(note = 'driver gpu.example.com: devices[0].name: Invalid value'): EventOccurrence {
+  return {
+    regarding: NODE_A,
+    type: 'Warning',
+    reason: 'InvalidInventory',
+    action: 'PublishResourceSlices',
+    note,
+  };
+}
+
+function setup() {
+  const clock = new ManualClock();
+  const sink = new RecordingSink();
+  const outcomes: EventRecordOutcome[] = [];
+  const recorder = new EventRecorder({
+    sink,
+    reportingController: 'slicekeeper.dev/slice-syncer',
+    reportingInstance: 'slice-syncer-0',
+    logger: pino({ enabled: false }),
+    clock,
+    refreshIntervalMs: 30 * 60_000,
+    finishAfterMs: 6 * 60_000,
+    onRecord: (_, outcome) => outcomes.push(outcome),
+  });
+  recorder.start();
+  return { clock, sink, recorder, outcomes };
+}
+
+describe('EventRecorder', () => {
+  it('makes one Event of a key that fails every minute for an hour, as client-go does', async () => {
+    const { clock, sink, recorder } = setup();
+    for (let minute = 0; minute < 60; minute++) {
+      recorder.record(invalid());
+      await clock.advance(60_000);
+    }
+    await recorder.close();
+    const creates = sink.sent.filter((s) => s.op === 'create');
+    expect(creates).toHaveLength(1);
+    const patches = sink.sent.filter((s) => s.op === 'patch');
+    // The second occurrence, then the running count every 30 minutes.
+    expect(patches.map((p) => p.series.count)).toEqual([2, 30, 60]);
+    expect(patches.every((p) => p.name === creates[0]?.name)).toBe(true);
+  });
+
+  it('writes the creation, then series count 2 with the time of the repeat', async () => {
+    const { clock, sink, recorder } = setup();
+    recorder.record(invalid());
+    await clock.advance(5_000);
+    recorder.record(invalid());
+    await recorder.close();
+    expect(sink.sent[0]?.name).toMatch(/^node-a\.[0-9a-f]+$/);
+    expect(sink.sent).toEqual([
+      { op: 'create', name: sink.sent[0]?.name, reason: 'InvalidInventory' },
+      {
+        op: 'patch',
+        name: sink.sent[0]?.name,
+        series: { count: 2, lastObservedTime: microTime(clock.now()) },
+        found: true,
+      },
+    ]);
+  });
+
+  it('keeps different notes, reasons and objects apart', async () => {
+    const { sink, recorder } = setup();
+    recorder.record(invalid('driver a.example.com: devices[0].name: Invalid value'));
+    recorder.record(invalid('driver b.example.com: devices[0].name: Invalid value'));
+    recorder.record({ ...invalid(), reason: 'FieldsDropped' });
+    recorder.record({ ...invalid(), regarding: { ...NODE_A, name: 'node-b', uid: 'uid-b' } });
+    await recorder.close();
+    expect(sink.sent.map((s) => s.op)).toEqual(['create', 'create', 'create', 'create']);
+    expect(new Set(sink.sent.map((s) => s.name)).size).toBe(4);
+  });
+
+  it('ends a quiet series with its final count; the next occurrence is a new Event', async () => {
+    const { clock, sink, recorder } = setup();
+    const lastObservedTime = microTime(clock.now());
+    for (let i = 0; i < 4; i++) recorder.record(invalid());
+    await clock.advance(7 * 60_000);
+    const first = sink.sent[0]?.name;
+    expect(sink.sent.at(-1)).toEqual({
+      op: 'patch',
+      name: first,
+      series: { count: 4, lastObservedTime },
+      found: true,
+    });
+    // The finish check runs every 6 minutes: the series ends at the second one, 12 minutes in.
+    await clock.advance(6 * 60_000);
+    const written = sink.sent.length;
+    recorder.record(invalid());
+    await recorder.close();
+    expect(sink.sent.slice(written).map((s) => s.op)).toEqual(['create']);
+    expect(sink.sent.at(-1)?.name).not.toBe(first);
+  });
+
+  it('creates the Event again, with its series, when the server no longer has it', async () => {
+    const { clock, sink, recorder } = setup();
+    recorder.record(invalid());
+    await clock.advance(1_000);
+    const name = sink.sent[0]?.name ?? '';
+    // The server's event TTL deleted it.
+    sink.gone.add(name);
+    recorder.record(invalid());
+    await recorder.close();
+    const series = { count: 2, lastObservedTime: microTime(clock.now()) };
+    expect(sink.sent.slice(1)).toEqual([
+      { op: 'patch', name, series, found: false },
+      { op: 'create', name, reason: 'InvalidInventory', series },
+    ]);
+  });
+
+  it('loses a failed write without holding anything up, and recovers at the repeat', async () => {
+    const { clock, sink, recorder, outcomes } = setup();
+    sink.failCreates = 1;
+    recorder.record(invalid());
+    await clock.advance(1_000);
+    expect(outcomes).toEqual(['failed']);
+    expect(sink.sent).toEqual([]);
+    recorder.record(invalid());
+    await recorder.close();
+    expect(outcomes).toEqual(['failed', 'series']);
+    expect(sink.sent.map((s) => s.op)).toEqual(['patch', 'create']);
+  });
+
+  it("cuts a note to the API server's 1 kB on a character boundary", async () => {
+    const sink = new RecordingSink();
+    const notes: string[] = [];
+    const recorder = new EventRecorder({
+      sink: {
+        create: (event) => {
+          notes.push(event.note);
+          return sink.create(event);
+        },
+        patchSeries: (event, series) => sink.patchSeries(event, series),
+      },
+      reportingController: 'slicekeeper.dev/slice-syncer',
+      reportingInstance: 'slice-syncer-0',
+      logger: pino({ enabled: false }),
+    });
+    recorder.record(invalid('é'.repeat(2_000)));
+    await recorder.close();
+    expect(Buffer.byteLength(notes[0] ?? '')).toBeLessThanOrEqual(1024);
+    expect(notes[0]).toMatch(/^é+…$/);
+  });
+});
