@@ -8,6 +8,7 @@ import {
   isApp,
   loadAppConfig,
 } from './load-app-config.test-helper';
+import { isMonitoringObject, validateMonitoringObject } from './monitoring-objects';
 import { validateKubeObject } from './validate-kube-object';
 
 interface EnvVar {
@@ -109,6 +110,9 @@ interface Service extends KubeObject {
 }
 
 const workloadKinds = new Set(['Deployment', 'DaemonSet', 'StatefulSet']);
+
+/** The slice-syncer's Role and RoleBinding for Events about Nodes (k8s/base/slice-syncer.yaml). */
+const EVENTS_ROLE = 'slicekeeper-slice-syncer-events';
 
 /** Every container of a pod, init containers first. */
 function containersOf(pod: PodSpec): Container[] {
@@ -248,7 +252,7 @@ function podsNamedBy(host: string, objects: KubeObject[], workloads: Workload[])
   });
 }
 
-describe.each(['dev', 'prod', 'prod-sentinel'])('k8s/overlays/%s', (overlay) => {
+describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays/%s', (overlay) => {
   let objects: KubeObject[];
   let workloads: Workload[];
   let apps: { workload: Workload; container: Container; app: string }[];
@@ -265,19 +269,26 @@ describe.each(['dev', 'prod', 'prod-sentinel'])('k8s/overlays/%s', (overlay) => 
 
   it('renders, and every object validates against the Kubernetes API schemas', () => {
     expect(objects.length).toBeGreaterThan(10);
+    // The Prometheus Operator's kinds (prod-monitoring) are checked against their CRDs' fields.
     const problems = objects.flatMap((object) =>
-      validateKubeObject(object).map((problem) => `${describeObject(object)}: ${problem}`),
+      (isMonitoringObject(object)
+        ? validateMonitoringObject(object)
+        : validateKubeObject(object)
+      ).map((problem) => `${describeObject(object)}: ${problem}`),
     );
     expect(problems).toEqual([]);
   });
 
-  it('puts everything namespaced in the slicekeeper namespace', () => {
+  it('puts everything namespaced in the slicekeeper namespace, but the events Role in default', () => {
     const clusterScoped = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
     expect(objects.find((o) => o.kind === 'Namespace')?.metadata.name).toBe('slicekeeper');
     for (const object of objects.filter((o) => !clusterScoped.has(o.kind))) {
+      // Events about Nodes (cluster-scoped) go to the default namespace, and so does the
+      // slice-syncer's permission to write them.
+      const expected = object.metadata.name === EVENTS_ROLE ? 'default' : 'slicekeeper';
       expect({ object: describeObject(object), namespace: object.metadata.namespace }).toEqual({
         object: describeObject(object),
-        namespace: 'slicekeeper',
+        namespace: expected,
       });
     }
   });
@@ -454,10 +465,17 @@ describe.each(['dev', 'prod', 'prod-sentinel'])('k8s/overlays/%s', (overlay) => 
     const bindings = objects.filter(
       (o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding',
     );
+    const syncer = { kind: 'ServiceAccount', name: 'slice-syncer', namespace: 'slicekeeper' };
     expect(bindings.flatMap((b) => b['subjects'] as { kind: string; name: string }[])).toEqual([
-      { kind: 'ServiceAccount', name: 'slice-syncer', namespace: 'slicekeeper' },
+      syncer,
+      syncer,
     ]);
-    expect(objects.filter((o) => o.kind === 'Role')).toEqual([]);
+    // The only namespaced role: writing Events about Nodes, where they go.
+    expect(
+      objects
+        .filter((o) => o.kind === 'Role')
+        .map((o) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`),
+    ).toEqual([`default/${EVENTS_ROLE}`]);
   });
 
   it('runs 2 slice-syncers with an autoscaler and a disruption budget', () => {
