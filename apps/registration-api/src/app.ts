@@ -16,6 +16,7 @@ import { answerClientError, answerFrameworkError, errorHandler } from './plugins
 import { healthRoutes } from './routes/health-routes';
 import { pluginRoutes } from './routes/plugin-routes';
 import type { SyncRequester } from './routes/plugin-routes';
+import { uiRoutes } from './routes/ui-routes';
 import { MAX_PARAM_LENGTH } from './schemas/plugins';
 
 /** The dependencies of the API, built by main.ts (or a test) and injected. */
@@ -109,6 +110,8 @@ export const registrationApi = fp(
         ? {}
         : { supportedVersions: options.supportedVersions }),
     });
+    // The status page: files only, outside /v1 and its authentication; its script reads /v1.
+    await app.register(uiRoutes);
   },
   { name: 'registration-api' },
 );
