@@ -984,9 +984,17 @@ export class ApiHandler {
     const body = this.readBody(req, [JSON_TYPE, 'application/yaml']);
     const { object, warnings } = this.decode(req, body, validation);
     this.ensureNamespace(req, object);
-    const meta = metaOf(object);
+    return this.createTracked(req, object, warnings);
+  }
+
+  /** A create (POST, or an update that creates), its managed fields tracked from nothing. */
+  private createTracked(
+    req: ApiRequest,
+    object: JsonObject,
+    warnings: readonly string[],
+  ): ApiResult {
     const entries = trackUpdate(
-      decodeManagedFields(meta) ?? [],
+      decodeManagedFields(metaOf(object)) ?? [],
       this.zeroObject(req),
       this.comparable(req, object),
       this.trackingOptions(req),
@@ -1091,13 +1099,7 @@ export class ApiHandler {
     if (existing === undefined && req.type.allowCreateOnUpdate === true && req.subresource === '') {
       // The registry's Update creates the object (BeforeCreate, 201) for such a strategy.
       Reflect.deleteProperty(meta, 'resourceVersion');
-      const entries = trackUpdate(
-        decodeManagedFields(meta) ?? [],
-        this.zeroObject(req),
-        this.comparable(req, object),
-        this.trackingOptions(req),
-      );
-      return this.createObject(req, object, entries, warnings);
+      return this.createTracked(req, object, warnings);
     }
     const live = this.live(req);
     const liveEntries = decodeManagedFields(metaOf(live.object)) ?? [];

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { callEmulator, firstWatchEvents } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 import { startKubeEmulator } from './start-kube-emulator';
 import type { RunningKubeEmulator } from './start-kube-emulator';
 
@@ -14,7 +16,6 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * `kubectl describe node` / `kubectl get events` against it all.
  */
 
-type Json = Record<string, unknown>;
 const run = promisify(execFile);
 const KUBECTL = '/usr/bin/kubectl';
 const V1_EVENTS = '/apis/events.k8s.io/v1/namespaces/default/events';
@@ -26,18 +27,13 @@ let running: RunningKubeEmulator;
 /** The emulator's clock, ms since the epoch; tests move it forward. */
 let nowMs: number;
 
-async function call(
+function call(
   method: string,
   path: string,
   body?: unknown,
-  contentType = 'application/json',
+  contentType?: string,
 ): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': contentType },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
+  return callEmulator(running.url, method, path, body, contentType);
 }
 
 async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }> {
@@ -54,27 +50,8 @@ async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: str
 }
 
 /** Reads a watch stream until `count` events arrived, then hangs up. */
-async function firstEvents(path: string, count: number): Promise<Json[]> {
-  const controller = new AbortController();
-  const res = await fetch(`${running.url}${path}`, { signal: controller.signal });
-  const events: Json[] = [];
-  let buffered = '';
-  const decoder = new TextDecoder();
-  if (res.body === null) return events;
-  try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        events.push(JSON.parse(buffered.slice(0, newline)) as Json);
-        buffered = buffered.slice(newline + 1);
-      }
-      if (events.length >= count) break;
-    }
-  } finally {
-    controller.abort();
-  }
-  return events;
+function firstEvents(path: string, count: number): Promise<Json[]> {
+  return firstWatchEvents(`${running.url}${path}`, {}, count);
 }
 
 /** MicroTime of the emulator's clock, shifted by `offsetMs`. */

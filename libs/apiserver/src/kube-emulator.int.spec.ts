@@ -2,6 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { firstWatchEvents } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 import { startKubeEmulator } from './start-kube-emulator';
 import type { RunningKubeEmulator } from './start-kube-emulator';
 
@@ -10,7 +12,6 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * collection, history expiry, watch bookmarks and lifecycle.
  */
 
-type Json = Record<string, unknown>;
 const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const ADMIN = 'admin-token';
 const VIEWER = 'viewer-token';
@@ -76,30 +77,12 @@ async function watchEvents(query: string, token = ADMIN): Promise<Json[]> {
 }
 
 /** Reads a watch stream until `count` events arrived, then hangs up. */
-async function firstEvents(query: string, count: number): Promise<Json[]> {
-  const controller = new AbortController();
-  const res = await fetch(`${running.url}${SLICES}?watch=true&timeoutSeconds=20&${query}`, {
-    headers: { Authorization: `Bearer ${ADMIN}` },
-    signal: controller.signal,
-  });
-  const events: Json[] = [];
-  let buffered = '';
-  const decoder = new TextDecoder();
-  if (res.body === null) return events;
-  try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        events.push(JSON.parse(buffered.slice(0, newline)) as Json);
-        buffered = buffered.slice(newline + 1);
-      }
-      if (events.length >= count) break;
-    }
-  } finally {
-    controller.abort();
-  }
-  return events;
+function firstEvents(query: string, count: number): Promise<Json[]> {
+  return firstWatchEvents(
+    `${running.url}${SLICES}?watch=true&timeoutSeconds=20&${query}`,
+    { headers: { Authorization: `Bearer ${ADMIN}` } },
+    count,
+  );
 }
 
 function metadataOf(obj: unknown): Json {

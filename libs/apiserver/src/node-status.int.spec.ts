@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { callEmulator } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 import { startKubeEmulator } from './start-kube-emulator';
 import type { RunningKubeEmulator } from './start-kube-emulator';
 
@@ -14,7 +16,6 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * merged by `type`, watch events, and the real server's Status bodies for failures.
  */
 
-type Json = Record<string, unknown>;
 const run = promisify(execFile);
 const KUBECTL = '/usr/bin/kubectl';
 const NODES = '/api/v1/nodes';
@@ -25,18 +26,13 @@ const QUALIFIED_NAME_PART =
 let dir: string;
 let running: RunningKubeEmulator;
 
-async function call(
+function call(
   method: string,
   path: string,
   body?: unknown,
-  contentType = 'application/json',
+  contentType?: string,
 ): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': contentType },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
+  return callEmulator(running.url, method, path, body, contentType);
 }
 
 async function kubectl(
