@@ -6,3 +6,4 @@ export * from './registration';
 export * from './snapshot';
 export * from './status';
 export * from './name-problems';
+export * from './sync-rules';

@@ -4,12 +4,13 @@ import type {
   StreamStateName,
   SyncStatus,
 } from '@slicekeeper/contracts';
+import { tellsNews } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { grpcErrorCode } from '@slicekeeper/proto';
-import { Backoff } from '@slicekeeper/runtime';
-import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
+import { Backoff } from '@slicekeeper/time';
+import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/time';
 import type { InventoryStream, MessageRejection, PublisherConnector } from './publisher-connector';
 
 /** The states of one endpoint's stream (`wiped` is a key's state, not a stream's). */
@@ -66,8 +67,8 @@ export class PluginStream {
   private failure: string | undefined;
   private rejection: string | undefined;
   private reconnectCount = 0;
-  /** What this connection was last told (`feedbackIdentity`). */
-  private told: string | undefined;
+  /** What this connection was last told; only news (`tellsNews`) is told again. */
+  private told: SyncStatus | undefined;
   /** Whether this connection answered `NotifyPublishStatus` with Unimplemented. */
   private deaf = false;
 
@@ -143,15 +144,14 @@ export class PluginStream {
   notify(status: SyncStatus): void {
     const call = this.call;
     if (call === undefined || this.deaf) return;
-    const identity = feedbackIdentity(status);
-    if (identity === this.told) return;
-    this.told = identity;
+    if (!tellsNews(this.told, status)) return;
+    this.told = status;
     void call.notify(this.registration.node, status).then((result) => {
       if (this.call !== call) return;
       if (result === 'unimplemented') {
         this.deaf = true;
         this.options.logger.info('plugin does not take publish feedback (Unimplemented)');
-      } else if (result === 'failed' && this.told === identity) {
+      } else if (result === 'failed' && this.told === status) {
         this.told = undefined;
       }
     });
@@ -260,19 +260,4 @@ export class PluginStream {
     this.current = state;
     this.options.onChange(this);
   }
-}
-
-/**
- * What a driver is told of a status: equal identities are told once per connection. A new
- * snapshot generation published into the same slices is not news (see the syncer's
- * announcements).
- */
-function feedbackIdentity(status: SyncStatus): string {
-  return JSON.stringify([
-    status.outcome,
-    status.slices,
-    status.droppedFields ?? [],
-    status.problems ?? [],
-    status.error ?? '',
-  ]);
 }
