@@ -1,51 +1,34 @@
 import type { Queue } from 'bullmq';
-import { QueueScript } from './queue-script';
 
 /**
- * The creation time of the oldest job ready to be taken: the job next in line in BullMQ's wait
- * list (jobs without a priority) and at each priority level of its prioritized set (score =
- * priority × 2³² + a counter, so a level's first member is the one that entered it first).
- * A few reads per level present, whatever the backlog: the prioritized set is never read whole.
+ * When the oldest job of `queue` that waits to be taken (waiting, or prioritized at one of
+ * `priorities`; not delayed) was created, ms since the epoch; undefined when none waits.
  *
- * KEYS[1] wait; KEYS[2] prioritized. ARGV[1] the prefix of job keys.
- * Returns the timestamp (ms since the epoch), or nil when nothing is ready.
+ * BullMQ takes prioritized jobs by priority, then in the order they entered their level, so
+ * each level's first job stands for it: one count per level, then one job read per level
+ * present (`getPrioritized` at the level's first index) and the wait list's first job, whatever
+ * the backlog. The reads are not one snapshot: a job taken between the count and a read shifts
+ * that read to a neighbour, which is good enough for a gauge. Within a level, a job raised to
+ * it, or put back after a failure, may be older than the one standing for it.
  */
-const oldestReadyJob = new QueueScript(
-  'slicekeeper:oldestReadyJob',
-  `
-local rcall = redis.call
-local oldest = false
-local function consider(jobId)
-  local timestamp = tonumber(rcall('HGET', ARGV[1] .. jobId, 'timestamp'))
-  if timestamp and (not oldest or timestamp < oldest) then oldest = timestamp end
-end
-
-local waiting = rcall('LINDEX', KEYS[1], -1)
-if waiting then consider(waiting) end
-local from = 0
-while true do
-  local head = rcall('ZRANGEBYSCORE', KEYS[2], string.format('%.0f', from), '+inf',
-    'WITHSCORES', 'LIMIT', 0, 1)
-  if #head == 0 then return oldest end
-  consider(head[1])
-  from = (math.floor(tonumber(head[2]) / 0x100000000) + 1) * 0x100000000
-end
-`,
-  2,
-  true,
-);
-
-/**
- * When the oldest job of `queue` that waits to be taken (waiting or prioritized, at any
- * priority; not delayed) was created, ms since the epoch; undefined when none waits. Within a
- * priority level the job that entered it first stands for it: a job raised to the level, or
- * put back after a failure, may be older than that one.
- */
-export async function oldestReadyJobTimestamp(queue: Queue): Promise<number | undefined> {
-  const timestamp = await oldestReadyJob.run(
-    queue,
-    [queue.toKey('wait'), queue.toKey('prioritized')],
-    [queue.toKey('')],
-  );
-  return typeof timestamp === 'number' ? timestamp : undefined;
+export async function oldestReadyJobTimestamp(
+  queue: Queue,
+  priorities: readonly number[],
+): Promise<number | undefined> {
+  const levels = [...new Set(priorities.filter((priority) => priority > 0))].sort((a, b) => a - b);
+  const counts = await queue.getCountsPerPriority(levels);
+  const reads = [queue.getWaiting(0, 0)];
+  let first = 0;
+  for (const level of levels) {
+    const count = counts[level] ?? 0;
+    if (count > 0) reads.push(queue.getPrioritized(first, first));
+    first += count;
+  }
+  let oldest: number | undefined;
+  for (const jobs of await Promise.all(reads)) {
+    for (const job of jobs) {
+      if (oldest === undefined || job.timestamp < oldest) oldest = job.timestamp;
+    }
+  }
+  return oldest;
 }

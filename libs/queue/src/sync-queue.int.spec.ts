@@ -59,11 +59,12 @@ describe('SyncQueue', () => {
 
     /**
      * Starts a worker taking `concurrency` jobs at a time. `process` runs each job after it was
-     * recorded; a job whose `process` throws is retried at once.
+     * recorded; a job whose `process` throws is retried after `backoffMs` (at once by default).
      */
     startWorker(
       process: (job: Job<SyncJob>) => void | Promise<void> = () => undefined,
       concurrency = 1,
+      backoffMs = 0,
     ): void {
       const worker = new Worker<SyncJob>(
         SYNC_QUEUE_NAME,
@@ -75,7 +76,7 @@ describe('SyncQueue', () => {
           connection: this.connect(),
           prefix: queuePrefix(this.prefix),
           concurrency,
-          settings: { backoffStrategy: () => 0 },
+          settings: { backoffStrategy: () => backoffMs },
         },
       );
       this.workers.push(worker);
@@ -151,13 +152,24 @@ describe('SyncQueue', () => {
     const first = await holdFirstJob('snapshot');
     // Three changes land while the first sync runs: they must yield one follow-up, not zero
     // (a plain jobId would drop them) and not three (and never a second concurrent sync).
-    await harness.queue.enqueue(key('node-a'), 'janitor');
+    await harness.queue.enqueue(key('node-a'), 'snapshot');
     await harness.queue.enqueue(key('node-a'), 'stream-lost');
-    await harness.queue.enqueue(key('node-a'), 'resync');
+    await harness.queue.enqueue(key('node-a'), 'health');
     expect(harness.taken).toHaveLength(1);
     first.release();
     await harness.drained(2);
-    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot', 'resync']);
+    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot', 'health']);
+  });
+
+  it('adds no follow-up for a resync or the janitor while the key is syncing', async () => {
+    harness = new Harness('check-while-running');
+    const first = await holdFirstJob('snapshot');
+    // The running sync checks the key already; a check must not replace a follow-up either.
+    await harness.queue.enqueue(key('node-a'), 'janitor');
+    await harness.queue.enqueue(key('node-a'), 'resync', 3_600_000);
+    first.release();
+    await harness.drained(1);
+    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot']);
   });
 
   it.each<[level: string, urgent: SyncReason, backlog: SyncReason]>([
@@ -224,14 +236,14 @@ describe('SyncQueue', () => {
     harness = new Harness('raise-follow-up');
     const first = await holdFirstJob('snapshot');
     await harness.enqueueMany('backlog', 'resync', 20);
-    // BullMQ keeps only the last add's options for the follow-up: a resync's priority.
+    // BullMQ keeps only the last add's options for the follow-up: a change's priority.
     await harness.queue.enqueue(key('node-a'), 'stream-lost');
-    await harness.queue.enqueue(key('node-a'), 'resync');
+    await harness.queue.enqueue(key('node-a'), 'slice-changed');
     first.release();
     await harness.drained(22);
     expect(harness.taken.slice(0, 2)).toEqual([
       { node: 'node-a', reason: 'snapshot', priority: 3 },
-      { node: 'node-a', reason: 'resync', priority: 1 },
+      { node: 'node-a', reason: 'slice-changed', priority: 1 },
     ]);
   });
 
@@ -244,7 +256,7 @@ describe('SyncQueue', () => {
     await harness.drained(2);
     expect(harness.taken).toEqual([
       { node: 'node-a', reason: 'snapshot', priority: 3 },
-      { node: 'node-a', reason: 'resync', priority: 3 },
+      { node: 'node-a', reason: 'snapshot', priority: 3 },
     ]);
   });
 
@@ -261,6 +273,34 @@ describe('SyncQueue', () => {
       { node: 'node-a', reason: 'resync', priority: 1 },
       { node: 'node-a', reason: 'unreachable', priority: 1 },
     ]);
+  });
+
+  it('cuts a backoff short for news, and leaves it alone for a resync or the janitor', async () => {
+    harness = new Harness('backoff');
+    harness.startWorker(
+      () => {
+        if (harness.taken.length === 1) throw new Error('conflict');
+      },
+      1,
+      3_600_000,
+    );
+    await harness.queue.enqueue(key('node-a'), 'snapshot');
+    const backoff = await waitFor(
+      async () => {
+        const delayed = await harness.queue.queue.getDelayed();
+        return delayed.length === 1 ? delayed.map(({ id, delay }) => ({ id, delay })) : undefined;
+      },
+      { description: 'the failed sync to wait out its backoff' },
+    );
+    expect(backoff).toEqual([{ id: expect.any(String) as string, delay: 3_600_000 }]);
+    await harness.queue.enqueue(key('node-a'), 'resync');
+    await harness.queue.enqueue(key('node-a'), 'janitor');
+    const after = await harness.queue.queue.getDelayed();
+    expect(after.map(({ id, delay }) => ({ id, delay }))).toEqual(backoff);
+
+    await harness.queue.enqueue(key('node-a'), 'snapshot');
+    await harness.drained(2);
+    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot', 'snapshot']);
   });
 
   it('retries a failed sync at its own priority, before the backlog', async () => {

@@ -1,5 +1,6 @@
-import { Job, Queue } from 'bullmq';
-import type { JobsOptions } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { Job, JobState, JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis-connection';
 import {
   SYNC_JOB_NAME,
@@ -11,7 +12,7 @@ import {
   syncPriority,
 } from '@slicekeeper/contracts';
 import type { SliceKey, SyncJob, SyncReason } from '@slicekeeper/contracts';
-import { raiseAbsorbedPriority } from './raise-absorbed-priority';
+import { errorMessage } from '@slicekeeper/errors';
 
 export interface SyncQueueOptions {
   connection: RedisClient;
@@ -55,7 +56,20 @@ export function syncJobOptions(key: SliceKey, reason: SyncReason): JobsOptions {
   };
 }
 
-/** The producer side of the sync queue: asks for a key to be synced. */
+/** The states (BullMQ's public `JobState`) of a job that will still run (again). */
+const PENDING_STATES: ReadonlySet<JobState | 'unknown'> = new Set<JobState>([
+  'active',
+  'waiting',
+  'prioritized',
+  'delayed',
+  'waiting-children',
+]);
+
+/**
+ * The producer side of the sync queue: asks for a key to be synced. Built on BullMQ's public
+ * API only (deduplication, `getJobState`, `Job.changePriority`); what that costs against one
+ * atomic step is listed on {@link SyncQueue.enqueue}.
+ */
 export class SyncQueue {
   readonly queue: Queue<SyncJob>;
   private closing: Promise<void> | undefined;
@@ -69,56 +83,103 @@ export class SyncQueue {
 
   /**
    * Asks for a sync of `key`, after `delayMs` (ms, spreads resyncs). Cheap to call on every
-   * change: while a job for the key waits, the call is absorbed by it (the sync reads the
-   * latest state when it runs), and that job is then taken at least as soon as this reason's
-   * priority says; while the key's job runs, the call becomes its follow-up (one, however many
-   * calls), which takes the most urgent priority and the shortest delay of the calls it
-   * absorbed. The add and the raise are one MULTI: see {@link raiseAbsorbedPriority}.
+   * change: the sync reads the latest state when it runs, so while a job for the key is pending
+   * the call only makes sure that job runs soon enough.
+   *
+   * - No job for the key: one is added, at the reason's priority, after `delayMs`.
+   * - A job waits (or waits out a backoff or a resync's spread): it absorbs the call, and its
+   *   priority is raised to the reason's when that is more urgent; news (see `bringsNews`) also
+   *   cuts its wait short (BullMQ's `reschedule`).
+   * - The key's job runs: news becomes its follow-up (one, however many calls), which runs at
+   *   once, at least as urgently as the most urgent call it absorbed: that urgency is kept on
+   *   the running job's priority (which a retry of it also runs at), and the follow-up is stored
+   *   again with it when a later, less urgent call replaced it.
+   * - A resync or janitor call while the key has a pending job is dropped: that job checks the
+   *   key anyway, and the call must neither replace a follow-up that carries news nor cut a
+   *   backoff short.
+   *
+   * Each step is one of BullMQ's atomic scripts; the steps are not one atomic step, which
+   * leaves three windows, each one round trip to Redis wide. None loses a sync (a job only
+   * names a key and every sync reads the latest state); they may cost urgency:
+   * 1. Two calls raising the same job at once may leave it at the less urgent of the two
+   *    raises (both more urgent than before).
+   * 2. When the key's job finishes between a call that replaced its follow-up and the call's
+   *    second add, the follow-up keeps that call's priority rather than the most urgent one.
+   * 3. When a job for the key appears, starts and is given a follow-up with news between a
+   *    resync's check and its add, and finishes before the add is looked at, the follow-up
+   *    runs after the resync's spread.
    */
   async enqueue(key: SliceKey, reason: SyncReason, delayMs = 0): Promise<void> {
+    if (!bringsNews(reason) && (await this.pendingJobOf(key)) !== undefined) return;
     const data: SyncJob = { node: key.node, driver: key.driver, reason };
-    const options =
-      delayMs > 0
-        ? { ...syncJobOptions(key, reason), delay: delayMs }
-        : syncJobOptions(key, reason);
-    const { toKey } = this.queue;
-    const deduplicationId = syncDeduplicationId(key);
-    const raiseKeys = [
-      `${toKey('de')}:${deduplicationId}`,
-      `${toKey('')}dn:${deduplicationId}`,
-      toKey('active'),
-      toKey('prioritized'),
-      toKey('pc'),
-    ];
-    const raiseArgs = [toKey(''), syncPriority(reason), delayMs > 0 ? delayMs : 0];
-
-    const client = await raiseAbsorbedPriority.clientOf(this.queue);
-    const transaction = client.multi();
-    await new Job<SyncJob>(this.queue, SYNC_JOB_NAME, data, options).addJob(transaction);
-    raiseAbsorbedPriority.queue(transaction, raiseKeys, raiseArgs);
-    // Only a MULTI whose WATCH failed answers null, and this one watches nothing.
-    const replies = (await transaction.exec()) ?? [];
-    if (replies.some(([error]) => error?.message.includes('NOSCRIPT'))) {
-      // Redis forgot its scripts on a live connection (SCRIPT FLUSH; Redis 7.4 may also evict
-      // scripts that EVAL loaded). ioredis sends a script again when it hears so outside a
-      // MULTI, not inside one: both steps alone, once, load them again. An add that goes in
-      // twice asks for a sync already asked for (one more at most); what the raise may miss
-      // when it is not atomic with its add is in raise-absorbed-priority.ts.
-      await this.queue.add(SYNC_JOB_NAME, data, options);
-      await raiseAbsorbedPriority.run(this.queue, raiseKeys, raiseArgs);
-      return;
-    }
-    for (const [error, result] of replies) {
-      if (error !== null) throw new Error(`enqueue sync of ${keyId(key)}: ${error.message}`);
-      // BullMQ's add answers a negative code for a job it refused (parent trouble: none here).
-      if (typeof result === 'number' && result < 0) {
-        throw new Error(`enqueue sync of ${keyId(key)}: refused with code ${result}`);
+    let priority = syncPriority(reason);
+    let delay = delayMs;
+    // A second round only stores a follow-up again, at once and at the urgency it must keep.
+    for (let round = 0; round < 2; round++) {
+      const options: JobsOptions = {
+        ...syncJobOptions(key, reason),
+        priority,
+        ...(delay > 0 ? { delay } : {}),
+        jobId: randomUUID(),
+      };
+      let added: Job<SyncJob>;
+      try {
+        added = await this.queue.add(SYNC_JOB_NAME, data, options);
+      } catch (error) {
+        throw new Error(`enqueue sync of ${keyId(key)}: ${errorMessage(error)}`, { cause: error });
       }
+      // A job of its own: nothing else holds the key.
+      if (added.id === options.jobId || added.id === undefined) return;
+      const followUp = await this.absorbedBy(added.id, priority, delay);
+      if (followUp === undefined) return;
+      priority = followUp;
+      delay = 0;
     }
   }
 
   close(): Promise<void> {
     this.closing ??= this.queue.close();
     return this.closing;
+  }
+
+  /** The id of the key's job that will still run (again), if any. */
+  private async pendingJobOf(key: SliceKey): Promise<string | undefined> {
+    const id = await this.queue.getDeduplicationJobId(syncDeduplicationId(key));
+    if (id === null) return undefined;
+    // A deduplication id that outlived its job (BullMQ's add recovers from that) names none.
+    return PENDING_STATES.has(await this.queue.getJobState(id)) ? id : undefined;
+  }
+
+  /**
+   * Settles an add that job `id` absorbed: raises the job to `priority` when that is more
+   * urgent. Returns the priority to store the add again at, at once, when it became the
+   * follow-up of the running job and what it stored keeps less than it must; else undefined.
+   */
+  private async absorbedBy(
+    id: string,
+    priority: number,
+    delay: number,
+  ): Promise<number | undefined> {
+    const [state, job] = await Promise.all([this.queue.getJobState(id), this.queue.getJob(id)]);
+    // It finished since: it started after the add, or made the add its follow-up.
+    if (job === undefined || !PENDING_STATES.has(state)) return undefined;
+    // Priority 0 is a job BullMQ put back unprioritized (a stalled one): taken first already.
+    let kept = job.priority;
+    if (kept !== 0 && kept > priority) {
+      await this.raise(job, priority);
+      kept = priority;
+    }
+    if (state !== 'active') return undefined;
+    const wanted = kept === 0 ? priority : Math.min(priority, kept);
+    return wanted === priority && delay === 0 ? undefined : wanted;
+  }
+
+  private async raise(job: Job<SyncJob>, priority: number): Promise<void> {
+    try {
+      await job.changePriority({ priority });
+    } catch (error) {
+      // Gone since (it finished and was removed): it started after the add; nothing to raise.
+      if ((await this.queue.getJobState(job.id ?? '')) !== 'unknown') throw error;
+    }
   }
 }

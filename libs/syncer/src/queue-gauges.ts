@@ -54,7 +54,7 @@ export function registerQueueGauges(
       'growing: syncers fall behind.',
     registers: [registry],
     async collect() {
-      const oldest = await oldestReadyJobTimestamp(queue);
+      const oldest = await oldestReadyJobTimestamp(queue, Object.values(SYNC_PRIORITIES));
       this.set(oldest === undefined ? 0 : Math.max(0, (now() - oldest) / 1000));
     },
   });
