@@ -1,5 +1,5 @@
 import type { SyncStatus } from './status';
-import { feedbackOf, tellsNews } from './sync-rules';
+import { feedbackOf, owesSync, tellsNews } from './sync-rules';
 
 function status(overrides: Partial<SyncStatus> = {}): SyncStatus {
   return {
@@ -73,5 +73,17 @@ describe('feedbackOf', () => {
       problems: [],
       error: 'e',
     });
+  });
+});
+
+describe('owesSync', () => {
+  it.each<[string, number, number | undefined, boolean]>([
+    ['none-synced-yet', 1, undefined, true],
+    ['synced-older', 5, 4, true],
+    ['synced-much-older', 5, 0, true],
+    ['synced-same', 5, 5, false],
+    ['synced-newer', 5, 6, false],
+  ])('%s', (_name, stored, synced, owes) => {
+    expect(owesSync(stored, synced)).toBe(owes);
   });
 });

@@ -57,3 +57,17 @@ function sameProblems(a: readonly FieldProblem[], b: readonly FieldProblem[]): b
     })
   );
 }
+
+/**
+ * Whether a key's stored snapshot still owes a sync: its generation (`stored`) is newer than the
+ * one the key's last finished sync was for (`synced`), or no sync has finished yet (undefined).
+ * A watcher that stores an inventory equal to the stored one asks for the sync again when this
+ * holds (it, or a watcher before it, may have crashed between its store and its enqueue).
+ *
+ * The watcher's store script evaluates this rule inside Redis: its one Lua mirror is
+ * `OWES_SYNC_LUA` in libs/state (`owes-sync-lua.ts`), checked against this function on a table
+ * of cases.
+ */
+export function owesSync(stored: number, synced: number | undefined): boolean {
+  return synced === undefined || synced < stored;
+}

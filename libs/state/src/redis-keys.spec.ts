@@ -9,6 +9,7 @@ describe('Redis key layout', () => {
       keys.snapshot(key),
       keys.snapshotGeneration(key),
       keys.syncStatus(key),
+      keys.syncedGeneration(key),
       keys.streamState(key),
       keys.registrations(key),
       keys.syncGuard(key),

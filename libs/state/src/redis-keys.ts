@@ -18,6 +18,13 @@ export interface RedisKeys {
   snapshotGeneration(key: SliceKey): string;
   /** String: the syncer's last recorded status of the key (JSON). */
   syncStatus(key: SliceKey): string;
+  /**
+   * String (decimal): the snapshot generation the key's last finished sync was for (its status's
+   * `snapshotGeneration`), written by the syncer with the status. The watcher's store script
+   * reads it to tell whether an equal snapshot still owes a sync (`owesSync`), without parsing
+   * the syncer's JSON.
+   */
+  syncedGeneration(key: SliceKey): string;
   /** String: the watcher's stream state for the key (JSON). */
   streamState(key: SliceKey): string;
   /** String: held while a sync of the key runs (token, with an expiry); proves no overlap. */
@@ -70,6 +77,7 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     snapshot: (key) => tagged(key, 'snapshot'),
     snapshotGeneration: (key) => tagged(key, 'snapshot-generation'),
     syncStatus: (key) => tagged(key, 'status'),
+    syncedGeneration: (key) => tagged(key, 'synced-generation'),
     streamState: (key) => tagged(key, 'stream'),
     syncGuard: (key) => tagged(key, 'sync-guard'),
     registrations: (key) => tagged(key, 'registrations'),

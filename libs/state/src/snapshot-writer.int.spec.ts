@@ -2,6 +2,7 @@ import { inventorySnapshotSchema } from '@slicekeeper/contracts';
 import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
 import { RegistrationStore } from './registration-store';
 import { SnapshotWriter } from './snapshot-writer';
+import { SyncRecords } from './sync-records';
 import { KEY, gpus, redisKeys } from './testing';
 
 describe('SnapshotWriter', () => {
@@ -22,12 +23,22 @@ describe('SnapshotWriter', () => {
     await registry.add(registration);
   });
 
-  /** What the syncer records once it has published `generation`. */
-  const synced = (generation: number) =>
-    db.redis.set(
-      redisKeys(prefix).syncStatus(KEY),
-      JSON.stringify({ outcome: 'synced', snapshotGeneration: generation }),
-    );
+  /** What the syncer records once it has published `generation`: its finish, as it runs it. */
+  async function synced(generation: number): Promise<void> {
+    const turn = await new SyncRecords({ redis: db.redis, prefix }).begin(KEY, 'job-1');
+    if (turn === undefined) throw new Error('guard held');
+    const at = '2026-11-21T12:00:01.000Z';
+    await turn.finish({
+      outcome: 'synced',
+      snapshotGeneration: generation,
+      slices: [],
+      pools: [],
+      attempt: 1,
+      startedAt: at,
+      finishedAt: at,
+      writes: 0,
+    });
+  }
 
   async function stored() {
     const raw = await db.redis.get(redisKeys(prefix).snapshot(KEY));
@@ -86,6 +97,27 @@ describe('SnapshotWriter', () => {
     expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unsynced' });
     await synced(1);
     expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unchanged' });
+  });
+
+  it('asks once more after an upgrade: a status without the synced generation owes a sync', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    // What a syncer of the previous release left: only the status JSON.
+    await db.redis.set(
+      redisKeys(prefix).syncStatus(KEY),
+      JSON.stringify({ outcome: 'synced', snapshotGeneration: 1 }),
+    );
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unsynced' });
+    await synced(1);
+    expect(await writer.store(KEY, 'a:1', gpus(2), at)).toEqual({ kind: 'unchanged' });
+  });
+
+  it('asks again for a newer snapshot than the one last synced', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    await synced(1);
+    await writer.store(KEY, 'a:1', gpus(4), at);
+    expect(await writer.store(KEY, 'a:1', gpus(4), at)).toEqual({ kind: 'unsynced' });
+    await synced(2);
+    expect(await writer.store(KEY, 'a:1', gpus(4), at)).toEqual({ kind: 'unchanged' });
   });
 
   it('stores nothing for a key that was removed, until it registers again', async () => {

@@ -4,6 +4,7 @@ import type { RedisKeys } from './redis-keys';
 import type { DriverInventory, Registration, SliceKey, StreamState } from '@slicekeeper/contracts';
 import { LuaScript } from '@slicekeeper/queue';
 import { canonicalJson } from './canonical-json';
+import { OWES_SYNC_LUA } from './owes-sync-lua';
 
 export interface SnapshotWriterOptions {
   redis: RedisClient;
@@ -54,26 +55,26 @@ end
 `;
 
 /*
- * KEYS: lease, snapshot, generation, registrations, removal, status. ARGV: owner ('' = no fence),
- * the snapshot's content field (`"inventory":<canonical JSON>` or `"rejected":<JSON string>`),
- * receivedAt and endpoint as JSON strings. A key without a registration, or with a removal, stores
+ * KEYS: lease, snapshot, generation, registrations, removal, synced generation. ARGV: owner
+ * ('' = no fence), the snapshot's content field (`"inventory":<canonical JSON>` or
+ * `"rejected":<JSON string>`), receivedAt and endpoint as JSON strings. A key without a registration, or with a removal, stores
  * nothing: a late message of a removed plugin must never be published. The snapshot is written
  * with its content as its last field, so an equal one is recognised by comparing the tail of the
  * stored string, without decoding JSON in Lua; a snapshot written some other way only ever
- * compares unequal: one needless write, never a missed one. An equal snapshot whose generation
- * the key's status has not reached yet answers -2 (a sync is owed).
+ * compares unequal: one needless write, never a missed one. An equal snapshot that still owes a
+ * sync (`owes_sync` of the generation this script wrote into it and of the plain synced
+ * generation the syncer writes) answers -2. A key the syncer last finished before it wrote the
+ * synced generation (an upgrade) reads as never synced: at most one extra sync per key, after
+ * which the syncer has written it.
  */
 const STORE = new LuaScript(
-  `${FENCE}
+  `${FENCE}${OWES_SYNC_LUA}
 if redis.call('HLEN', KEYS[4]) == 0 or redis.call('EXISTS', KEYS[5]) == 1 then return -3 end
 local tail = ARGV[2] .. '}'
 local current = redis.call('GET', KEYS[2])
 if current and #current >= #tail and string.sub(current, -#tail) == tail then
   local stored = tonumber(string.match(current, '^{"generation":(%d+)'))
-  local status = redis.call('GET', KEYS[6])
-  local synced = nil
-  if status then synced = tonumber(string.match(status, '"snapshotGeneration":(%d+)')) end
-  if stored and (synced == nil or synced < stored) then return -2 end
+  if stored and owes_sync(stored, tonumber(redis.call('GET', KEYS[6]))) then return -2 end
   return 0
 end
 local generation = redis.call('INCR', KEYS[3])
@@ -178,7 +179,7 @@ export class SnapshotWriter {
           this.keys.snapshotGeneration(key),
           this.keys.registrations(key),
           this.keys.removal(key),
-          this.keys.syncStatus(key),
+          this.keys.syncedGeneration(key),
         ],
         [this.owner, content, JSON.stringify(receivedAt.toISOString()), JSON.stringify(endpoint)],
       ),

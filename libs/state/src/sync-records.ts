@@ -178,6 +178,8 @@ export class SyncTurn {
     const record = this.guard.releaseWith((pipeline) => {
       const json = JSON.stringify(status);
       pipeline.set(this.keys.syncStatus(this.key), json);
+      // Beside the status, as a plain number: the watcher's store script reads it (owesSync).
+      pipeline.set(this.keys.syncedGeneration(this.key), String(status.snapshotGeneration));
       if (options.announce === true) pipeline.publish(this.keys.feedbackChannel(this.key), json);
       if (status.outcome === 'withdrawn' && options.forgetSnapshot === true) {
         const keys = [this.keys.registrations(this.key), this.keys.snapshot(this.key)];
