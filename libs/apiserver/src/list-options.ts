@@ -1,0 +1,158 @@
+import { apiErrors } from './api-error';
+import { FieldPath, fieldError } from './field-errors';
+import type { FieldError } from './field-errors';
+import type { ApiRequest } from './handler-context';
+import { isJsonObject } from './object-schema';
+import type { JsonObject, JsonValue } from './object-schema';
+import type { StoredObject } from './object-store';
+import { SelectorError, parseFieldSelector, parseLabelSelector } from './selectors';
+import type { FieldSelector, LabelSelector } from './selectors';
+
+/**
+ * The ListOptions that list, watch and deletecollection share: selectors, resourceVersion and
+ * resourceVersionMatch, and apimachinery's continue token.
+ */
+
+/** How long a read waits for a resourceVersion ahead of the store before a 504, ms. */
+export const TOO_LARGE_RV_WAIT_MS = 3_000;
+
+export function selectors(req: ApiRequest): { labels: LabelSelector; fields: FieldSelector } {
+  const { type } = req;
+  try {
+    const labels = parseLabelSelector(req.query.get('labelSelector') ?? '');
+    const fields = parseFieldSelector(req.query.get('fieldSelector') ?? '', (label) => {
+      if (!type.fieldLabels.includes(label)) throw new SelectorError(type.fieldLabelError(label));
+      return type.fieldLabelAliases?.[label];
+    });
+    return { labels, fields };
+  } catch (error) {
+    if (error instanceof SelectorError) throw apiErrors.badRequest(error.message);
+    throw error;
+  }
+}
+
+export function matcher(
+  labels: LabelSelector,
+  fields: FieldSelector,
+): ((s: StoredObject) => boolean) | undefined {
+  if (labels.empty && fields.empty) return undefined;
+  return (s) => labels.matches(s.labels) && fields.matches(s.fields);
+}
+
+/** The indexed fields a field selector pins to one value, for the store's index. */
+export function pinned(req: ApiRequest, fields: FieldSelector): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const field of req.type.indexing.indexedFields) {
+    const value = fields.exact(field);
+    if (value !== undefined) out[field] = value;
+  }
+  return out;
+}
+
+/** The namespace a collection request is limited to, as a store query. */
+export function scope(req: ApiRequest): { namespace?: string } {
+  return req.namespace === '' ? {} : { namespace: req.namespace };
+}
+
+export function validateListOptions(req: ApiRequest, watch: boolean): void {
+  const q = req.query;
+  const rv = q.get('resourceVersion') ?? '';
+  const match = q.get('resourceVersionMatch') ?? '';
+  const cont = q.get('continue') ?? '';
+  const sendInitialEvents = q.get('sendInitialEvents');
+  const errs: FieldError[] = [];
+  const path = FieldPath.root('resourceVersionMatch');
+  if (watch) {
+    if (sendInitialEvents !== null && match !== 'NotOlderThan') {
+      errs.push(
+        fieldError.forbidden(
+          path,
+          'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+        ),
+      );
+    }
+    if (match !== '') {
+      if (sendInitialEvents === null)
+        errs.push(
+          fieldError.forbidden(
+            path,
+            'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+          ),
+        );
+      if (match !== 'NotOlderThan')
+        errs.push(fieldError.notSupported(path, match, ['NotOlderThan']));
+      if (cont !== '')
+        errs.push(
+          fieldError.forbidden(path, 'resourceVersionMatch is forbidden when continue is provided'),
+        );
+    }
+  } else {
+    if (match !== '') {
+      if (rv === '')
+        errs.push(
+          fieldError.forbidden(
+            path,
+            'resourceVersionMatch is forbidden unless resourceVersion is provided',
+          ),
+        );
+      if (cont !== '')
+        errs.push(
+          fieldError.forbidden(path, 'resourceVersionMatch is forbidden when continue is provided'),
+        );
+      if (match !== 'Exact' && match !== 'NotOlderThan')
+        errs.push(fieldError.notSupported(path, match, ['Exact', 'NotOlderThan', '']));
+      if (match === 'Exact' && rv === '0')
+        errs.push(
+          fieldError.forbidden(
+            path,
+            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+          ),
+        );
+    }
+    if (sendInitialEvents !== null)
+      errs.push(
+        fieldError.forbidden(
+          FieldPath.root('sendInitialEvents'),
+          'sendInitialEvents is forbidden for list',
+        ),
+      );
+  }
+  if (errs.length > 0)
+    throw apiErrors.invalid({ group: 'meta.k8s.io', name: 'ListOptions' }, '', errs);
+}
+
+export function parseRv(value: string): number {
+  if (!/^\d+$/.test(value)) throw apiErrors.badRequest(`invalid resource version: ${value}`);
+  return Number(value);
+}
+
+export const INCONSISTENT_CONTINUE =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
+
+/** apimachinery's continue token: base64url of {"v":"meta.k8s.io/v1","rv":N,"start":"/<name>\u0000"}. */
+export function encodeContinue(rv: number, after: string): string {
+  return Buffer.from(
+    JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `/${after}\u0000` }),
+  ).toString('base64url');
+}
+
+export function decodeContinue(token: string): { rv: number; after: string } {
+  const invalid = (why: string) =>
+    apiErrors.badRequest(`invalid continue token: continue key is not valid: ${why}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch (error) {
+    throw invalid(error instanceof Error ? error.message : 'malformed');
+  }
+  if (!isJsonObject(parsed as JsonValue) || (parsed as JsonObject).v !== 'meta.k8s.io/v1') {
+    throw invalid('server does not recognize this encoded version');
+  }
+  const obj = parsed as JsonObject;
+  const rv = typeof obj.rv === 'number' ? obj.rv : 0;
+  const start = typeof obj.start === 'string' ? obj.start : '';
+  if (rv === 0) throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (!start.startsWith('/') || start.length < 2) throw invalid('continue key is not valid');
+  const key = start.slice(1);
+  return { rv, after: key.endsWith('\u0000') ? key.slice(0, -1) : key };
+}

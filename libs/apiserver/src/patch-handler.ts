@@ -1,0 +1,121 @@
+import { ApiError, apiErrors } from './api-error';
+import { metaOf, objAt, strAt } from './api-schemas';
+import { createObject } from './create-handler';
+import {
+  comparable,
+  ensureNamespace,
+  existingObject,
+  requestKey,
+  trackingOptions,
+  wireSchema,
+} from './handler-context';
+import type { ApiRequest, ApiResult, HandlerContext } from './handler-context';
+import {
+  conflictReport,
+  decodeManagedFields,
+  serverSideApply,
+  trackUpdate,
+} from './managed-fields';
+import { normalize } from './object-schema';
+import type { JsonObject, JsonValue } from './object-schema';
+import { PatchError, applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from './patch';
+import { checkOptions, decode, fieldValidation, parseBody } from './request-decoding';
+import type { FieldValidation } from './request-decoding';
+import { view } from './response-encoding';
+import { updateObject } from './update-handler';
+
+/** Patch: JSON merge patch, JSON patch, strategic merge patch and server-side apply. */
+
+export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
+  const patchTypes = [
+    'application/json-patch+json',
+    'application/merge-patch+json',
+    'application/strategic-merge-patch+json',
+    'application/apply-patch+yaml',
+  ];
+  if (!patchTypes.includes(req.contentType)) throw apiErrors.unsupportedMediaType(patchTypes);
+  const isApply = req.contentType === 'application/apply-patch+yaml';
+  checkOptions(req, 'PatchOptions', isApply);
+  const validation = fieldValidation(req);
+  const patchDoc = parseBody(req.body, req.contentType, req.type.kind);
+  if (isApply) return apply(ctx, req, patchDoc, validation);
+  const live = existingObject(ctx, req);
+  // A patch applies to the object in the request's version.
+  const base = view(req, live).object;
+  let patched: JsonValue;
+  try {
+    if (req.contentType === 'application/merge-patch+json')
+      patched = applyMergePatch(base, patchDoc);
+    else if (req.contentType === 'application/json-patch+json')
+      patched = applyJsonPatch(base, patchDoc);
+    else patched = applyStrategicMergePatch(base, patchDoc, wireSchema(req.type));
+  } catch (error) {
+    if (error instanceof PatchError) {
+      if (error.code === 400) throw apiErrors.badRequest(error.message);
+      if (error.code === 500) throw apiErrors.unknown(500, error.message);
+      // NewGenericServerResponse(422, …, isUnexpectedResponse=false): the patch library's
+      // message is not in the Status, only the generic one.
+      throw new ApiError(
+        422,
+        'Invalid',
+        'the server rejected our request due to an error in our request',
+        {},
+      );
+    }
+    throw error;
+  }
+  const { object, warnings } = decode(ctx, req, patched, validation);
+  ensureNamespace(req, object);
+  const patchedName = strAt(metaOf(object), 'name') ?? '';
+  if (patchedName !== req.name) {
+    throw apiErrors.badRequest(
+      `the name of the object (${patchedName}) does not match the name on the URL (${req.name})`,
+    );
+  }
+  const liveEntries = decodeManagedFields(metaOf(live.object)) ?? [];
+  const entries = trackUpdate(
+    decodeManagedFields(metaOf(object)) ?? liveEntries,
+    comparable(req, live),
+    comparable(req, object),
+    trackingOptions(ctx, req),
+  );
+  return updateObject(ctx, req, live, object, entries, warnings);
+}
+
+function apply(
+  ctx: HandlerContext,
+  req: ApiRequest,
+  doc: JsonValue,
+  validation: FieldValidation,
+): ApiResult {
+  const { type } = req;
+  const { object: applied, warnings } = decode(ctx, req, doc, validation, true);
+  const appliedMeta = objAt(applied, 'metadata') ?? {};
+  const appliedName = strAt(appliedMeta, 'name') ?? '';
+  if (appliedName !== '' && appliedName !== req.name) {
+    throw apiErrors.badRequest(
+      `the name of the object (${appliedName}) does not match the name on the URL (${req.name})`,
+    );
+  }
+  const force = req.query.get('force') === 'true';
+  const options = trackingOptions(ctx, req);
+  const live = ctx.store.get(type.resource, requestKey(req));
+  const liveBody: JsonObject =
+    live === undefined ? { metadata: { name: req.name } } : comparable(req, live);
+  const entries = live === undefined ? [] : (decodeManagedFields(metaOf(live.object)) ?? []);
+  const result = serverSideApply(entries, liveBody, applied, force, options);
+  if (result.conflicts.length > 0) {
+    const report = conflictReport(result.conflicts);
+    throw new ApiError(409, 'Conflict', report.message, { causes: report.causes });
+  }
+  metaOf(result.object).name = req.name;
+  ensureNamespace(req, result.object);
+  const merged =
+    type.conversion === undefined ? result.object : type.conversion.toHub(result.object);
+  type.applyDefaults(merged, ctx.now());
+  if (live === undefined) {
+    const decoded = normalize(type.schema, merged);
+    return createObject(ctx, req, decoded, result.entries, warnings);
+  }
+  return updateObject(ctx, req, live, normalize(type.schema, merged), result.entries, warnings);
+}
