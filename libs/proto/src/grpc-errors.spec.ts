@@ -1,61 +1,103 @@
 import { status } from '@grpc/grpc-js';
 import { TransientError } from '@slicekeeper/errors';
-import { classifyGrpcError, grpcErrorCode, rejectedMessageProblem } from './grpc-errors';
+import type { ErrorKind } from '@slicekeeper/errors';
+import {
+  classifyGrpcError,
+  classifyGrpcStatus,
+  grpcErrorCode,
+  grpcStatusCode,
+  toGrpcStatusCode,
+} from './grpc-errors';
+import type { GrpcErrorCode, GrpcStatus } from './grpc-errors';
 
-describe('rejectedMessageProblem', () => {
-  const cases: [
-    name: string,
-    error: { code: number; details: string },
-    problem: string | undefined,
-  ][] = [
+describe('classifyGrpcStatus', () => {
+  const cases: [name: string, grpc: GrpcStatus, kind: ErrorKind, code: GrpcErrorCode][] = [
     [
-      'too-large',
-      {
-        code: status.RESOURCE_EXHAUSTED,
-        details: 'Received message larger than max (21000000 vs 16777216)',
-      },
-      'message of 21000000 bytes exceeds the limit of 16777216 bytes',
+      'unavailable',
+      { code: status.UNAVAILABLE, details: 'keepalive timeout' },
+      'transient',
+      'unavailable',
     ],
     [
-      'too-large-decompressed',
-      {
-        code: status.RESOURCE_EXHAUSTED,
-        details: 'Received message that decompresses to a size larger than 16777216',
-      },
-      'message exceeds the limit of 16777216 bytes once decompressed',
+      'deadline',
+      { code: status.DEADLINE_EXCEEDED, details: 'deadline' },
+      'transient',
+      'deadline_exceeded',
     ],
     [
-      'undecodable',
-      { code: status.INTERNAL, details: 'Response message parsing error: invalid wire type 7' },
-      'message does not decode: invalid wire type 7',
+      'exhausted',
+      { code: status.RESOURCE_EXHAUSTED, details: 'calm' },
+      'transient',
+      'resource_exhausted',
     ],
-    ['driver-exhausted', { code: status.RESOURCE_EXHAUSTED, details: 'out of memory' }, undefined],
-    ['driver-internal', { code: status.INTERNAL, details: 'panic: nil map' }, undefined],
+    ['internal', { code: status.INTERNAL, details: 'reset' }, 'transient', 'internal'],
+    ['unknown', { code: status.UNKNOWN, details: 'text/html' }, 'transient', 'unknown'],
+    ['cancelled', { code: status.CANCELLED, details: 'reset' }, 'transient', 'cancelled'],
+    ['aborted', { code: status.ABORTED, details: 'x' }, 'transient', 'aborted'],
+    ['unimplemented', { code: status.UNIMPLEMENTED, details: 'x' }, 'terminal', 'unimplemented'],
     [
-      'wrong-code',
-      { code: status.UNAVAILABLE, details: 'Received message larger than max (2 vs 1)' },
-      undefined,
+      'permission',
+      { code: status.PERMISSION_DENIED, details: 'x' },
+      'terminal',
+      'permission_denied',
+    ],
+    ['invalid', { code: status.INVALID_ARGUMENT, details: 'x' }, 'terminal', 'invalid_argument'],
+    [
+      'unauthenticated',
+      { code: status.UNAUTHENTICATED, details: 'x' },
+      'terminal',
+      'unauthenticated',
     ],
   ];
 
-  it.each(cases)('%s', (_, error, problem) => {
-    expect(rejectedMessageProblem(error)).toBe(problem);
+  it.each(cases)('%s', (_, grpc, kind, code) => {
+    const error = classifyGrpcStatus(grpc, 'WatchResources unix:///p.sock');
+
+    expect(error.kind).toBe(kind);
+    expect(grpcErrorCode(error)).toBe(code);
+    expect(error.message).toBe(`WatchResources unix:///p.sock: ${grpc.details}`);
   });
 
-  it('is undefined for anything but a gRPC status', () => {
-    expect(rejectedMessageProblem(new Error('Received message larger than max (2 vs 1)'))).toBe(
-      undefined,
+  it('names the status when there are no details', () => {
+    expect(classifyGrpcStatus({ code: status.UNAVAILABLE, details: '' }, 'watch').message).toBe(
+      'watch: UNAVAILABLE',
     );
+  });
+});
+
+describe('classifyGrpcError (grpc-js errors)', () => {
+  it('classifies by the numeric code, not by the text', () => {
+    const error = Object.assign(new Error('12 UNIMPLEMENTED: looks unavailable'), {
+      code: status.UNIMPLEMENTED,
+      details: 'unknown service',
+    });
+    const classified = classifyGrpcError(error, 'GetInfo p');
+
+    expect(grpcErrorCode(classified)).toBe('unimplemented');
+    expect(classified.message).toBe('GetInfo p: unknown service');
+    expect(classified.cause).toBe(error);
+  });
+
+  it('treats an error without a gRPC status as a transient `error`', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const classified = classifyGrpcError(refused, 'dial');
+
+    expect(classified).toBeInstanceOf(TransientError);
+    expect(grpcErrorCode(classified)).toBe('error');
+    expect(classified.message).toBe('dial: connect ECONNREFUSED');
+  });
+
+  it('reads a code gRPC does not define as UNKNOWN', () => {
+    expect(grpcStatusCode({ code: 99 })).toBe(status.UNKNOWN);
+    expect(toGrpcStatusCode(-1)).toBe(status.UNKNOWN);
+    expect(toGrpcStatusCode(1.5)).toBe(status.UNKNOWN);
+    expect(toGrpcStatusCode(16)).toBe(status.UNAUTHENTICATED);
+    expect(grpcErrorCode(classifyGrpcError({ code: 99, details: 'x' }, 'c'))).toBe('unknown');
   });
 });
 
 describe('grpcErrorCode', () => {
   it('gives the typed code of a classified gRPC error, and nothing for other errors', () => {
-    const unavailable = Object.assign(new Error('down'), { code: status.UNAVAILABLE });
-    expect(grpcErrorCode(classifyGrpcError(unavailable, 'dial'))).toBe('unavailable');
-    const unimplemented = Object.assign(new Error('no'), { code: status.UNIMPLEMENTED });
-    expect(grpcErrorCode(classifyGrpcError(unimplemented, 'watch'))).toBe('unimplemented');
-    expect(grpcErrorCode(classifyGrpcError(new Error('boom'), 'watch'))).toBe('error');
     expect(grpcErrorCode(new TransientError('x', { code: 'conflict' }))).toBeUndefined();
     expect(grpcErrorCode(new Error('plain'))).toBeUndefined();
   });

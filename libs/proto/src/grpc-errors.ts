@@ -1,8 +1,31 @@
 import { status } from '@grpc/grpc-js';
 import { SlicekeeperError, TerminalError, TransientError, errorMessage } from '@slicekeeper/errors';
 
+/** A gRPC status code: grpc-js's `status` enum, the numbers `grpc-status` carries (0–16). */
+export type GrpcStatusCode = status;
+
+/**
+ * How a gRPC call ended, as a value: what slicekeeper's own client reports, and what a
+ * grpc-js `ServiceError` carries. `details` is for people (logs, the status record); code
+ * branches on `code` only.
+ */
+export interface GrpcStatus {
+  readonly code: GrpcStatusCode;
+  readonly details: string;
+}
+
+/** The highest status code gRPC defines (UNAUTHENTICATED). */
+const MAX_STATUS_CODE = 16;
+
+/** The code as a {@link GrpcStatusCode}; a number gRPC does not define is UNKNOWN, as gRPC says. */
+export function toGrpcStatusCode(code: number): GrpcStatusCode {
+  return Number.isInteger(code) && code >= 0 && code <= MAX_STATUS_CODE
+    ? (code as GrpcStatusCode)
+    : status.UNKNOWN;
+}
+
 /** Codes after which trying again later can succeed. */
-const TRANSIENT_CODES = new Set<number>([
+const TRANSIENT_CODES: ReadonlySet<GrpcStatusCode> = new Set([
   status.UNAVAILABLE,
   status.DEADLINE_EXCEEDED,
   status.RESOURCE_EXHAUSTED,
@@ -12,11 +35,14 @@ const TRANSIENT_CODES = new Set<number>([
   status.CANCELLED,
 ]);
 
-/** The gRPC status code of an error from @grpc/grpc-js, if it has one. */
-export function grpcStatusCode(error: unknown): number | undefined {
+/**
+ * The gRPC status code of an error from @grpc/grpc-js (its numeric `code`), if it has one. A
+ * Node system error's string `code` (`ECONNREFUSED`) is not one.
+ */
+export function grpcStatusCode(error: unknown): GrpcStatusCode | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
     const code = (error as { code: unknown }).code;
-    if (typeof code === 'number') return code;
+    if (typeof code === 'number') return toGrpcStatusCode(code);
   }
   return undefined;
 }
@@ -35,73 +61,55 @@ const GRPC_ERROR_CODES: ReadonlySet<string> = new Set<string>([
     .map((name) => name.toLowerCase()),
 ]);
 
-/** The code of an error `classifyGrpcError` made, typed for a `switch`; undefined otherwise. */
+/** The code of an error `classifyGrpcStatus` made, typed for a `switch`; undefined otherwise. */
 export function grpcErrorCode(error: unknown): GrpcErrorCode | undefined {
   return error instanceof SlicekeeperError && GRPC_ERROR_CODES.has(error.code)
     ? (error.code as GrpcErrorCode)
     : undefined;
 }
 
+/** The lower-case name of a status code, as {@link GrpcErrorCode} has it. */
+function errorCodeOf(code: GrpcStatusCode): GrpcErrorCode {
+  return status[code].toLowerCase() as GrpcErrorCode;
+}
+
 /**
- * The one place gRPC errors are classified. Unimplemented is terminal with code
+ * The one place gRPC statuses are classified. Unimplemented is terminal with code
  * `unimplemented` (the plugin does not serve that API); other client-side faults are terminal;
- * availability problems are transient.
+ * availability problems are transient. The message is `context: details` (the name of the
+ * status when there are no details).
+ */
+export function classifyGrpcStatus(
+  grpc: GrpcStatus,
+  context: string,
+  cause: unknown = grpc,
+): SlicekeeperError {
+  const code = errorCodeOf(grpc.code);
+  const message = `${context}: ${grpc.details === '' ? status[grpc.code] : grpc.details}`;
+  if (grpc.code !== status.UNIMPLEMENTED && TRANSIENT_CODES.has(grpc.code)) {
+    return new TransientError(message, { code, cause });
+  }
+  return new TerminalError(message, { code, cause });
+}
+
+/**
+ * {@link classifyGrpcStatus} for anything a grpc-js call rejects with: a `ServiceError` by its
+ * numeric `code` and its `details`; anything without a gRPC status is a transient `error`.
  */
 export function classifyGrpcError(error: unknown, context: string): SlicekeeperError {
   const code = grpcStatusCode(error);
-  const name: GrpcErrorCode =
-    code === undefined ? 'error' : ((status[code]?.toLowerCase() ?? 'unknown') as GrpcErrorCode);
+  if (code === undefined) {
+    return new TransientError(`${context}: ${errorMessage(error)}`, {
+      code: 'error',
+      cause: error,
+    });
+  }
   const details =
     typeof error === 'object' &&
     error !== null &&
     'details' in error &&
-    typeof error.details === 'string' &&
-    error.details !== ''
+    typeof error.details === 'string'
       ? error.details
-      : errorMessage(error);
-  const message = `${context}: ${details}`;
-  if (code === status.UNIMPLEMENTED)
-    return new TerminalError(message, { code: name, cause: error });
-  if (code === undefined || TRANSIENT_CODES.has(code)) {
-    return new TransientError(message, { code: name, cause: error });
-  }
-  return new TerminalError(message, { code: name, cause: error });
-}
-
-/**
- * What grpc-js reports (status and details, as of @grpc/grpc-js 1.14) when the client itself
- * refuses a message the server sent: over `grpc.max_receive_message_length` (subchannel-call's
- * stream decoder, or the decompression filter), or not decodable by the response deserializer
- * (client-interceptors). grpc-js ends the call with these.
- */
-const TOO_LARGE = /^Received message larger than max \((\d+) vs\.? (\d+)\)$/;
-const TOO_LARGE_DECOMPRESSED = /^Received message that decompresses to a size larger than (\d+)$/;
-const UNDECODABLE = 'Response message parsing error: ';
-
-/**
- * The problem with the message, when `error` is grpc-js refusing a message the plugin sent
- * rather than a failure of the call: `message of N bytes exceeds the limit of M bytes`, or
- * `message does not decode: …`. Undefined for every other error. The plugin answered, so this
- * is its bug, not an outage.
- */
-export function rejectedMessageProblem(error: unknown): string | undefined {
-  const code = grpcStatusCode(error);
-  if (code !== status.RESOURCE_EXHAUSTED && code !== status.INTERNAL) return undefined;
-  const details =
-    typeof error === 'object' && error !== null && 'details' in error ? error.details : undefined;
-  if (typeof details !== 'string') return undefined;
-  if (code === status.INTERNAL) {
-    return details.startsWith(UNDECODABLE)
-      ? `message does not decode: ${details.slice(UNDECODABLE.length)}`
-      : undefined;
-  }
-  const tooLarge = TOO_LARGE.exec(details);
-  if (tooLarge !== null) {
-    return `message of ${tooLarge[1] ?? '?'} bytes exceeds the limit of ${tooLarge[2] ?? '?'} bytes`;
-  }
-  const decompressed = TOO_LARGE_DECOMPRESSED.exec(details);
-  if (decompressed !== null) {
-    return `message exceeds the limit of ${decompressed[1] ?? '?'} bytes once decompressed`;
-  }
-  return undefined;
+      : '';
+  return classifyGrpcStatus({ code, details }, context, error);
 }

@@ -18,8 +18,9 @@ export { grpcTarget, parseEndpoint } from './endpoint';
 export type { PluginEndpoint } from './endpoint';
 export {
   classifyGrpcError,
+  classifyGrpcStatus,
   grpcErrorCode,
   grpcStatusCode,
-  rejectedMessageProblem,
+  toGrpcStatusCode,
 } from './grpc-errors';
-export type { GrpcErrorCode } from './grpc-errors';
+export type { GrpcErrorCode, GrpcStatus, GrpcStatusCode } from './grpc-errors';

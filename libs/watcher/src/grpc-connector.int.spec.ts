@@ -11,13 +11,14 @@ import { DriverServer } from '@slicekeeper/driver-kit';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import { fromDriverInventory, publisher } from '@slicekeeper/proto';
 import type { PublishFeedback } from '@slicekeeper/proto';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { waitFor } from '@slicekeeper/testing';
 import { createGrpcConnector } from './grpc-connector';
-import type { DialPolicy } from './grpc-connector';
+import type { DialPolicy, GrpcConnectorOptions } from './grpc-connector';
 import { PluginStream } from './plugin-stream';
 import type { PublisherConnector } from './publisher-connector';
 import { gpus, registration, silentLogger } from './testing/fakes';
+import { blackHoleRelay, silentServer } from './testing/raw-grpc-server';
 
 type Outcome =
   | { kind: 'message'; inventory: DriverInventory }
@@ -423,5 +424,80 @@ describe('createGrpcConnector feedback (NotifyPublishStatus)', () => {
     });
 
     await expect(stream.notify('node-a', synced)).resolves.toBe('failed');
+  });
+});
+
+describe('createGrpcConnector timeouts', () => {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+
+  /** A PluginStream on the connector, both on one manual clock. */
+  function supervised(endpoint: string, clock: ManualClock, options: GrpcConnectorOptions) {
+    const waiters: (() => void)[] = [];
+    const stream = new PluginStream({
+      registration: registration(endpoint, 1),
+      connector: createGrpcConnector({ ...options, clock }),
+      clock,
+      backoff: { initialMs: 60_000, maxMs: 60_000, jitter: 0 },
+      logger: silentLogger,
+      onChange: () => {
+        for (const wake of waiters.splice(0)) wake();
+      },
+    });
+    closers.push(() => {
+      stream.close('test over');
+      return Promise.resolve();
+    });
+    /** Resolves once `holds` is true after some state change. */
+    const until = async (holds: () => boolean) => {
+      while (!holds()) await new Promise<void>((resolve) => waiters.push(resolve));
+    };
+    return { stream, until };
+  }
+
+  it('drops a stream whose connection stops answering keepalive pings, and backs off', async () => {
+    const plugin = new DriverServer({
+      driverName: 'gpu.example.com',
+      endpoint: '127.0.0.1:0',
+      inventory: gpus(2),
+    });
+    const relay = await blackHoleRelay(await plugin.start());
+    closers.push(() => plugin.close(), relay.close);
+    const clock = new ManualClock();
+    const { stream, until } = supervised(relay.target, clock, {
+      keepaliveTimeMs: 10_000,
+      keepaliveTimeoutMs: 1000,
+    });
+
+    stream.start();
+    await until(() => stream.state === 'streaming');
+    relay.blackHole();
+    await clock.advance(10_000);
+    await clock.advance(1000);
+    await until(() => stream.state === 'backoff');
+
+    expect(stream.error).toBe(
+      `WatchResources ${relay.target}: keepalive timeout: a ping was not answered within 1000 ms`,
+    );
+    expect(stream.latest).toEqual(gpus(2));
+  });
+
+  it('gives up a dial that does not connect within connectTimeoutMs, and backs off', async () => {
+    const silent = await silentServer();
+    closers.push(silent.close);
+    const clock = new ManualClock();
+    const { stream, until } = supervised(silent.target, clock, { connectTimeoutMs: 3000 });
+
+    stream.start();
+    await waitFor(() => silent.connections() === 1, { description: 'the TCP connection' });
+    await clock.advance(3000);
+    await until(() => stream.state === 'backoff');
+
+    expect(stream.error).toBe(
+      `WatchResources ${silent.target}: connect timeout: no HTTP/2 connection within 3000 ms`,
+    );
+    expect(clock.pending()).toEqual([60_000]);
   });
 });

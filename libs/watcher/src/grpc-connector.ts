@@ -4,7 +4,7 @@ import type { SyncStatus } from '@slicekeeper/contracts';
 import { TerminalError, errorMessage, isTerminal, withContext } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import {
-  classifyGrpcError,
+  classifyGrpcStatus,
   grpcTarget,
   kubeletDra,
   mapDriverResources,
@@ -12,11 +12,14 @@ import {
   parseEndpoint,
   publishStatusRequest,
   publisher,
-  rejectedMessageProblem,
 } from '@slicekeeper/proto';
 import type { InventoryMapping } from '@slicekeeper/proto';
-import { GrpcCall, GrpcSessionPool } from './grpc-http2';
-import type { GrpcCallListener, GrpcCallStatus, PooledSession } from './grpc-http2';
+import type { Clock } from '@slicekeeper/time';
+import { GrpcCall } from './grpc-http2';
+import type { GrpcCallListener } from './grpc-http2';
+import { GrpcSessionPool } from './grpc-session';
+import type { GrpcSession } from './grpc-session';
+import type { GrpcCallStatus, MessageRefusal } from './grpc-status';
 import type {
   InventoryStream,
   InventoryStreamHandlers,
@@ -51,6 +54,22 @@ export interface GrpcConnectorOptions {
   policy?: DialPolicy;
   /** How long a `NotifyPublishStatus` call may take, ms. @defaultValue 5000 */
   notifyTimeoutMs?: number;
+  /**
+   * Time from a keepalive ping's answer to the next ping on a connection, ms; 0 sends none. A
+   * connection whose ping goes unanswered for `keepaliveTimeoutMs` is dropped and its streams
+   * fail UNAVAILABLE, as for any stream error. Below 5 minutes, stock gRPC servers close the
+   * connection of an idle stream (GOAWAY "too_many_pings"). @defaultValue 300000
+   */
+  keepaliveTimeMs?: number;
+  /** How long a keepalive ping may go unanswered, ms. @defaultValue 20000 */
+  keepaliveTimeoutMs?: number;
+  /**
+   * How long a dial may take to become an HTTP/2 connection, ms; the stream then fails
+   * UNAVAILABLE ("connect timeout") and backs off. @defaultValue 20000
+   */
+  connectTimeoutMs?: number;
+  /** Times the connect and keepalive timeouts. @defaultValue the system clock */
+  clock?: Clock;
 }
 
 /**
@@ -63,15 +82,22 @@ export interface GrpcConnectorOptions {
  * with @grpc/grpc-js, whose channel stack costs 60–76 KiB of RSS per stream: a watcher holding
  * 1,000 streams settles at 21–37 KiB RSS and 11–12 KiB heap used per stream with this client,
  * 64.5 KiB and 37.7 KiB with grpc-js (`BENCH_ONLY=watcher-memory npm run bench`, 2026-11-24; the
- * README has the figures). Errors keep grpc-js's shape, codes and details, so
- * `classifyGrpcError` and `rejectedMessageProblem` read them as before.
+ * README has the figures). A call ends with a typed status, classified by `classifyGrpcStatus`;
+ * a message the client refused is reported as `rejected` from the status's `refused`, never
+ * from its text.
  *
  * Streams to the same dialled target share one HTTP/2 session (one connection), as a
  * cluster-scoped plugin serves many keys on one endpoint; see {@link GrpcSessionPool}.
  */
 export function createGrpcConnector(options: GrpcConnectorOptions = {}): PublisherConnector {
   const settings: ConnectorSettings = {
-    pool: new GrpcSessionPool({ session: SESSION_OPTIONS }),
+    pool: new GrpcSessionPool({
+      session: SESSION_OPTIONS,
+      clock: options.clock,
+      keepaliveTimeMs: options.keepaliveTimeMs,
+      keepaliveTimeoutMs: options.keepaliveTimeoutMs,
+      connectTimeoutMs: options.connectTimeoutMs,
+    }),
     maxMessageBytes: options.maxMessageBytes ?? 16 * 1024 * 1024,
     policy: options.policy,
     notifyTimeoutMs: options.notifyTimeoutMs ?? 5000,
@@ -154,7 +180,7 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
   private readonly handlers: InventoryStreamHandlers;
   private readonly rpc: InventoryRpc;
   private done = false;
-  private session: PooledSession | undefined;
+  private session: GrpcSession | undefined;
   private call: GrpcCall | undefined;
 
   constructor({
@@ -215,7 +241,7 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
         return;
       }
       new GrpcCall({
-        session: this.session.session,
+        session: this.session,
         path: NOTIFY_PUBLISH_STATUS.path,
         request: NOTIFY_PUBLISH_STATUS.requestSerialize(publishStatusRequest(nodeName, status)),
         maxMessageBytes: this.settings.maxMessageBytes,
@@ -240,11 +266,14 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
     } else if (mapping.kind === 'rejected') {
       this.handlers.rejected({ problem: mapping.problem, callEnded: false });
     } else {
-      // As grpc-js: a message the client cannot deserialize ends the call.
+      // As grpc-js: a message the client cannot deserialize ends the call. The plugin did
+      // answer: that is its bug, not an outage.
       this.call?.cancel();
-      this.status({
-        code: grpcStatus.INTERNAL,
-        details: `Response message parsing error: ${mapping.reason}`,
+      if (!this.finish()) return;
+      this.releaseSession(true);
+      this.handlers.rejected({
+        problem: `message does not decode: ${mapping.reason}`,
+        callEnded: true,
       });
     }
   }
@@ -258,14 +287,12 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
       return;
     }
     this.releaseSession(true);
-    const error = callError(status);
-    // A message the client refused (too large, undecodable) ends the call, but the plugin did
-    // answer: that is its bug, not an outage.
-    const problem = rejectedMessageProblem(error);
-    if (problem === undefined) {
-      this.handlers.error(classifyGrpcError(error, `${this.rpc.name} ${this.request.endpoint}`));
+    // A message the client refused ends the call, but the plugin did answer: that is its bug,
+    // not an outage.
+    if (status.refused === undefined) {
+      this.handlers.error(classifyGrpcStatus(status, `${this.rpc.name} ${this.request.endpoint}`));
     } else {
-      this.handlers.rejected({ problem, callEnded: true });
+      this.handlers.rejected({ problem: refusalProblem(status.refused), callEnded: true });
     }
   }
 
@@ -273,7 +300,7 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
     const session = this.settings.pool.acquire(target);
     this.session = session;
     this.call = new GrpcCall({
-      session: session.session,
+      session,
       path: this.rpc.path,
       request: this.rpc.request(this.request.nodeName),
       maxMessageBytes: this.settings.maxMessageBytes,
@@ -298,13 +325,14 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
   }
 }
 
-/** A failed call as grpc-js reports one (a `ServiceError`: code, details, the two in its message). */
-function callError(status: GrpcCallStatus): Error & GrpcCallStatus {
-  const name = grpcStatus[status.code] as string | undefined;
-  return Object.assign(new Error(`${status.code} ${name ?? 'UNKNOWN'}: ${status.details}`), {
-    code: status.code,
-    details: status.details,
-  });
+/** A refused message as its driver's author reads it. */
+function refusalProblem(refusal: MessageRefusal): string {
+  switch (refusal.kind) {
+    case 'too-large':
+      return `message of ${refusal.bytes} bytes exceeds the limit of ${refusal.limit} bytes`;
+    case 'too-large-decompressed':
+      return `message exceeds the limit of ${refusal.limit} bytes once decompressed`;
+  }
 }
 
 /**
