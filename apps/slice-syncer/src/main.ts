@@ -27,6 +27,7 @@ import {
   SyncerMetrics,
 } from '@slicekeeper/syncer';
 import {
+  DeletionMarks,
   NodePublishState,
   RegistrationStore,
   SyncRecords,
@@ -53,14 +54,15 @@ void runService({
       }
     };
 
+    // Two connections, and one blocking connection per BullMQ Worker (three), all counted in
+    // slicekeeper_redis_connections: the queues, the workers and the stores share the first.
     const redis = connections.open('slice-syncer');
     // Syncs pipeline their Redis commands, and ioredis copies every script defined on a
     // connection into each pipeline it builds: with BullMQ's dozens of scripts on the queue's
     // connection, that copy was 8% of the syncer's busy CPU.
     const syncConnection = connections.open('slice-syncer-sync');
-    const workerConnection = connections.open('slice-syncer-worker');
-    const maintenanceConnection = connections.open('slice-syncer-maintenance');
-    const nodeStatusConnection = connections.open('slice-syncer-node-status');
+    // One Queue object per queue: the sync queue's serves the producers, the worker's rate
+    // limit and the gauges.
     const syncQueue = new SyncQueue({ connection: redis, prefix });
     // The DRAResourcesPublished Node condition: asked for by every recorded sync status and by
     // the Node watch, evaluated one node at a time across replicas.
@@ -77,9 +79,12 @@ void runService({
       'resource API discovered',
     );
     const api = new KubeSliceClient({ transport, onRequest, apiVersion });
+    // The slices a replica deletes, marked first: the other replicas' watches know them as ours.
+    const deletions = new DeletionMarks({ redis: syncConnection, prefix });
     const triggers = new ClusterTriggers({
       syncQueue,
       registrations: new RegistrationStore({ redis, prefix }),
+      deletions,
       logger,
     });
     const cluster = new ClusterCache({
@@ -126,6 +131,7 @@ void runService({
       cluster,
       api,
       writeLimiter,
+      deletions,
       metrics,
       logger,
       publishedWith: () => follower.describe(),
@@ -159,7 +165,7 @@ void runService({
       logger,
     });
     const nodeConditions = new NodeConditionWorker({
-      connection: nodeStatusConnection,
+      connection: redis,
       prefix,
       reconciler: new NodeConditionReconciler({
         records: new NodePublishState({ redis: syncConnection, prefix }),
@@ -171,7 +177,8 @@ void runService({
       logger,
     });
     const syncer = new SyncWorker({
-      connection: workerConnection,
+      connection: redis,
+      queue: syncQueue.queue,
       prefix,
       reconciler,
       logger,
@@ -181,11 +188,13 @@ void runService({
       registry,
       onStatus: nodeConditionQueue.onStatus,
       maintenance: {
-        connection: maintenanceConnection,
+        connection: redis,
         jobs: maintenance,
         janitorIntervalMs: config.JANITOR_INTERVAL,
       },
     });
+    // Every BullMQ object's errors go to the outage log: one line per outage, none on stderr.
+    connections.addErrorSources(redis, ...syncer.errorSources, ...nodeConditions.errorSources);
 
     return {
       probes: {

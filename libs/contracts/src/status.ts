@@ -1,3 +1,4 @@
+import { shortenProblem } from '@slicekeeper/errors';
 import { z } from 'zod';
 
 /** Where a plugin's inventory stream stands, as the plugin-watcher records it. */
@@ -73,6 +74,27 @@ export const poolSummarySchema = z
   .strict();
 export type PoolSummary = z.infer<typeof poolSummarySchema>;
 
+/**
+ * Most problems a status lists. With each field and message cut to `MAX_PROBLEM_LENGTH` (512)
+ * characters, 40 problems keep a status record (error text and slice names included) under
+ * 64 KiB however many devices a driver gets wrong: the record is read on every sync, served by
+ * the API and polled by the status page.
+ */
+export const MAX_STATUS_PROBLEMS = 40;
+
+/** The problems a status records: the first {@link MAX_STATUS_PROBLEMS}, shortened, and a count. */
+export function boundProblems(problems: readonly FieldProblem[]): {
+  problems: FieldProblem[];
+  problemsOmitted?: number;
+} {
+  const listed = problems.slice(0, MAX_STATUS_PROBLEMS).map(({ field, message }) => ({
+    field: shortenProblem(field),
+    message: shortenProblem(message),
+  }));
+  const omitted = problems.length - listed.length;
+  return omitted > 0 ? { problems: listed, problemsOmitted: omitted } : { problems: listed };
+}
+
 /** One problem of an invalid inventory: the field path and the rule it breaks. */
 export const fieldProblemSchema = z.object({ field: z.string(), message: z.string() }).strict();
 export type FieldProblem = z.infer<typeof fieldProblemSchema>;
@@ -116,8 +138,13 @@ export const syncStatusSchema = z
      * is still `synced`: what the server stored is what the scheduler sees.
      */
     droppedFields: z.array(z.string()).optional(),
-    /** Why an `invalid` inventory was refused: each problem with its field path. */
-    problems: z.array(fieldProblemSchema).optional(),
+    /**
+     * Why an `invalid` inventory was refused: each problem with its field path, the first
+     * {@link MAX_STATUS_PROBLEMS} of them ({@link boundProblems}).
+     */
+    problems: z.array(fieldProblemSchema).max(MAX_STATUS_PROBLEMS).optional(),
+    /** How many problems there were beyond those listed in `problems`. */
+    problemsOmitted: z.number().int().positive().optional(),
     /**
      * The API version the slices were written in and the server's release, e.g.
      * `resource.k8s.io/v1beta1 (Kubernetes v1.32.9)`.

@@ -7,4 +7,9 @@ export {
   withContext,
 } from './errors';
 export type { ErrorKind, SlicekeeperErrorOptions, TransientErrorOptions } from './errors';
-export { MAX_LISTED_PROBLEMS, MAX_PROBLEM_LENGTH, listProblems } from './list-problems';
+export {
+  MAX_LISTED_PROBLEMS,
+  MAX_PROBLEM_LENGTH,
+  listProblems,
+  shortenProblem,
+} from './list-problems';

@@ -22,7 +22,7 @@ export function listProblems(problems: readonly string[], separator = '; '): str
  * Cuts the middle out of a long problem: its start names the field and its end the rule, and
  * what lies between is usually the offending value.
  */
-function shortenProblem(problem: string): string {
+export function shortenProblem(problem: string): string {
   if (problem.length <= MAX_PROBLEM_LENGTH) return problem;
   const kept = MAX_PROBLEM_LENGTH - 1;
   const head = Math.ceil(kept / 2);

@@ -1,7 +1,7 @@
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
 import type { SliceKey } from '@slicekeeper/contracts';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
 import { requestJson, waitFor } from '@slicekeeper/testing';
 import { ClusterCache } from './cluster-cache';
@@ -58,7 +58,7 @@ function cache(
       info: () => undefined,
       warn: (_fields: object, msg: string) => warnings.push(msg),
     } as unknown as ClusterCacheOptions['logger'],
-    onForeignChange: (key, change) => foreign.push({ key, ...change }),
+    onForeignChange: (key, { type, name }) => foreign.push({ key, type, name }),
     onNode: (change) => nodeChanges.push(change),
     onRequest: (verb, resource, code) => requests.push([verb, resource, code]),
     backoff: { initialMs: 20, maxMs: 200 },

@@ -1,8 +1,8 @@
 import type { SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { systemClock } from '@slicekeeper/runtime';
-import type { BackoffOptions, Clock } from '@slicekeeper/runtime';
+import { systemClock } from '@slicekeeper/time';
+import type { BackoffOptions, Clock } from '@slicekeeper/time';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 import { KubeTransport } from './kube-transport';
@@ -54,7 +54,10 @@ export type ClusterCacheOptions = (
    * created, changed or deleted it, or a relist found a change the watch missed. Not called
    * for the first list.
    */
-  onForeignChange?: (key: SliceKey, change: { type: WatchEventType; name: string }) => void;
+  onForeignChange?: (
+    key: SliceKey,
+    change: { type: WatchEventType; name: string; uid: string },
+  ) => void;
   /**
    * Called when a Node appears, goes, or comes back with a new UID, from a watch event or a
    * relist; not for the first list, nor for a Node modified under the same UID.
@@ -381,7 +384,11 @@ export class ClusterCache {
 
   private reportSlice(change: SliceChange): void {
     try {
-      this.options.onForeignChange?.(change.key, { type: change.type, name: change.name });
+      this.options.onForeignChange?.(change.key, {
+        type: change.type,
+        name: change.name,
+        uid: change.uid,
+      });
     } catch (error) {
       this.options.logger.warn(
         { ...change.key, slice: change.name, err: errorMessage(error) },

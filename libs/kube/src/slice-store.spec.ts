@@ -74,6 +74,7 @@ describe('SliceStore: our writes over a lagging watch (mutation cache)', () => {
       key: NODE_A,
       type: 'MODIFIED',
       name: 'a',
+      uid: 'uid-a',
     });
     expect(versions(store.slicesOf(NODE_A))).toEqual(['a@12']);
     expect(store.slicesOf(NODE_A)[0]?.spec.pool.generation).toBe(2);
@@ -127,6 +128,7 @@ describe('SliceStore: our writes over a lagging watch (mutation cache)', () => {
       key: NODE_A,
       type: 'DELETED',
       name: 'a',
+      uid: 'uid-a',
     });
   });
 
@@ -148,6 +150,7 @@ describe('SliceStore: our writes over a lagging watch (mutation cache)', () => {
       key: NODE_A,
       type: 'ADDED',
       name: 'a',
+      uid: 'uid-a2',
     });
     expect(versions(store.slicesOf(NODE_A))).toEqual(['a@12']);
   });
@@ -172,7 +175,12 @@ describe('SliceStore: foreign changes', () => {
     ['DELETED', slice('a', { rv: 11 })],
   ] as const)('reports a %s nobody recorded, with the slice key', (type, changed) => {
     store.replace([slice('a', { rv: 5 })], '10');
-    expect(store.apply(type, changed)).toEqual({ key: NODE_A, type, name: changed.metadata.name });
+    expect(store.apply(type, changed)).toEqual({
+      key: NODE_A,
+      type,
+      name: changed.metadata.name,
+      uid: changed.metadata.uid,
+    });
   });
 
   it('reports the deletion of a slice we deleted under another UID', () => {
@@ -247,9 +255,9 @@ describe('SliceStore: relist (anti-entropy)', () => {
       changed: 1,
       removed: 1,
       changes: [
-        { key: NODE_A, type: 'MODIFIED', name: 'changed' },
-        { key: { node: 'node-b', driver: GPU }, type: 'ADDED', name: 'new' },
-        { key: NODE_A, type: 'DELETED', name: 'gone' },
+        { key: NODE_A, type: 'MODIFIED', name: 'changed', uid: 'uid-changed' },
+        { key: { node: 'node-b', driver: GPU }, type: 'ADDED', name: 'new', uid: 'uid-new' },
+        { key: NODE_A, type: 'DELETED', name: 'gone', uid: 'uid-gone' },
       ],
     });
     expect(versions(store.slicesOf(NODE_A))).toEqual(['changed@13', 'ours-created@12', 'same@5']);
@@ -258,7 +266,7 @@ describe('SliceStore: relist (anti-entropy)', () => {
   it('reports our created slice as deleted when the list shows someone removed it', () => {
     store.recordWrite(slice('a', { rv: 11 }));
     const result = store.replace([], '15');
-    expect(result.changes).toEqual([{ key: NODE_A, type: 'DELETED', name: 'a' }]);
+    expect(result.changes).toEqual([{ key: NODE_A, type: 'DELETED', name: 'a', uid: 'uid-a' }]);
     expect(store.slicesOf(NODE_A)).toEqual([]);
   });
 

@@ -9,6 +9,7 @@ export interface SliceChange {
   key: SliceKey;
   type: WatchEventType;
   name: string;
+  uid: string;
 }
 
 /** What a list found that the watch had not delivered, other than our own writes. */
@@ -87,8 +88,9 @@ function byName(a: StoredResourceSlice, b: StoredResourceSlice): number {
  * It also tells our writes' echoes from other changes: an event carrying a resourceVersion one
  * of our writes returned, an object whose last write was slicekeeper's (managedFields: any
  * replica's write, or an echo that arrived before its write was recorded), or the deletion of
- * an object we deleted, is ours. Another replica's deletion counts as foreign; the sync it
- * triggers finds nothing to do.
+ * an object we deleted, is ours. Another replica's deletion cannot be told from here: it is
+ * reported with its UID, and the syncer looks up the marks replicas leave in Redis before they
+ * delete (`DeletionMarks`).
  *
  * Returned slices are the cache's own objects: read them, never mutate them.
  */
@@ -216,7 +218,7 @@ export class SliceStore {
     this.advance(resourceVersion);
     this.dropCaughtUpWrite(name);
     this.reindex(name);
-    return ours ? undefined : { key: sliceKeyOf(slice), type, name };
+    return ours ? undefined : { key: sliceKeyOf(slice), type, name, uid };
   }
 
   /** A bookmark: the watch has delivered every change up to `resourceVersion`. */
@@ -241,12 +243,17 @@ export class SliceStore {
         const type = known === undefined ? 'ADDED' : 'MODIFIED';
         if (known === undefined) result.added++;
         else result.changed++;
-        result.changes.push({ key: sliceKeyOf(slice), type, name });
+        result.changes.push({ key: sliceKeyOf(slice), type, name, uid: slice.metadata.uid });
       }
       for (const [name, known] of this.watched) {
         if (listed.has(name) || this.takeDelete(name, known.metadata.uid)) continue;
         result.removed++;
-        result.changes.push({ key: sliceKeyOf(known), type: 'DELETED', name });
+        result.changes.push({
+          key: sliceKeyOf(known),
+          type: 'DELETED',
+          name,
+          uid: known.metadata.uid,
+        });
       }
       // A slice we created that the watch never showed and the list no longer has: someone
       // deleted it meanwhile.
@@ -256,7 +263,12 @@ export class SliceStore {
         if (version === undefined || written === undefined || written > version) continue;
         this.takeEcho(name, write.slice.metadata.resourceVersion);
         result.removed++;
-        result.changes.push({ key: sliceKeyOf(write.slice), type: 'DELETED', name });
+        result.changes.push({
+          key: sliceKeyOf(write.slice),
+          type: 'DELETED',
+          name,
+          uid: write.slice.metadata.uid,
+        });
       }
     }
     const names = new Set([...this.watched.keys(), ...listed.keys(), ...this.writes.keys()]);

@@ -82,11 +82,19 @@ export function invalid(path: string, value: unknown, message: string): FieldErr
  * `listProblems`), as it is stored in the key's status, returned by the API and logged;
  * `fieldErrors` keeps every one.
  */
+/** The bounded text of a list of field errors: `invalid driver resources: a: …; b: …`. */
+export function describeFieldErrors(
+  fieldErrors: readonly FieldError[],
+  context = 'invalid driver resources',
+): string {
+  return `${context}: ${listProblems(fieldErrors.map(formatFieldError))}`;
+}
+
 export class InvalidDriverResourcesError extends TerminalError {
   readonly fieldErrors: readonly FieldError[];
 
   constructor(fieldErrors: readonly FieldError[], context = 'invalid driver resources') {
-    super(`${context}: ${listProblems(fieldErrors.map(formatFieldError))}`, { code: 'invalid' });
+    super(describeFieldErrors(fieldErrors, context), { code: 'invalid' });
     this.fieldErrors = fieldErrors;
   }
 }

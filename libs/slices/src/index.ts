@@ -1,6 +1,7 @@
-export { planSync, isEmptyPlan, validateSyncInput } from './plan-sync';
+export { isEmptyPlan, planSync, tryPlanSync, validateSyncInput } from './plan-sync';
 export type {
   PlanSyncInput,
+  PlanSyncResult,
   PoolSummary,
   SliceDeletion,
   SliceDeletionReason,
@@ -9,7 +10,12 @@ export type {
 export { validateDriverResources } from './validate-driver-resources';
 export type { ValidateDriverResourcesOptions } from './validate-driver-resources';
 export { validateResourceSlice } from './validate-resource-slice';
-export { formatFieldError, InvalidDriverResourcesError, toTerminalError } from './field-error';
+export {
+  describeFieldErrors,
+  formatFieldError,
+  InvalidDriverResourcesError,
+  toTerminalError,
+} from './field-error';
 export type { FieldError, FieldErrorType, ToTerminalErrorOptions } from './field-error';
 export {
   CURRENT_LAYOUT_RULES,

@@ -1,7 +1,7 @@
 import { nodeNameProblem } from '@slicekeeper/contracts';
 import type { Device, Pool, PoolScope } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
-import { toTerminalError } from './field-error';
+import { InvalidDriverResourcesError } from './field-error';
 import { layoutPool } from './layout-pool';
 import type { LayoutRules, SliceContent } from './layout-pool';
 import type {
@@ -141,16 +141,34 @@ export function validateSyncInput(input: PlanSyncInput): FieldError[] {
   return errors;
 }
 
+/** A plan, or every problem that makes the input impossible to publish. */
+export type PlanSyncResult =
+  | { readonly ok: true; readonly plan: SyncPlan }
+  | { readonly ok: false; readonly problems: readonly FieldError[] };
+
 /**
- * Decides the writes that bring the key's ResourceSlices to the desired pools.
+ * Decides the writes that bring the key's ResourceSlices to the desired pools, or says why
+ * nothing can be planned: the input is invalid, and retrying cannot help until the driver sends
+ * something new.
+ */
+export function tryPlanSync(input: PlanSyncInput): PlanSyncResult {
+  const problems = validateSyncInput(input);
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, plan: planValid(input) };
+}
+
+/**
+ * {@link tryPlanSync} for callers whose input is known to be valid (tests, benches).
  *
- * @throws {InvalidDriverResourcesError} (terminal, code `invalid`) when the input is invalid:
- *   nothing is planned, and retrying cannot help until the driver sends something new.
+ * @throws {InvalidDriverResourcesError} (terminal, code `invalid`) when the input is invalid.
  */
 export function planSync(input: PlanSyncInput): SyncPlan {
-  const error = toTerminalError(validateSyncInput(input));
-  if (error !== undefined) throw error;
+  const result = tryPlanSync(input);
+  if (!result.ok) throw new InvalidDriverResourcesError(result.problems);
+  return result.plan;
+}
 
+function planValid(input: PlanSyncInput): SyncPlan {
   const existingByPool = new Map<string, StoredResourceSlice[]>();
   const names = new Set<string>();
   for (const slice of input.existing) {

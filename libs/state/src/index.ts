@@ -1,4 +1,6 @@
 export { CorruptRecordError } from './codec';
+export { DeletionMarks } from './deletion-marks';
+export type { DeletionMarksOptions } from './deletion-marks';
 export { RegistrationRefusedError, RegistrationStore } from './registration-store';
 export type {
   AddRegistration,

@@ -11,6 +11,7 @@ describe('Redis key layout', () => {
       keys.syncStatus(key),
       keys.syncedGeneration(key),
       keys.streamState(key),
+      keys.deletedSlices(key),
       keys.registrations(key),
       keys.syncGuard(key),
       keys.watcherLease(key),

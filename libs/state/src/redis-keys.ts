@@ -27,6 +27,11 @@ export interface RedisKeys {
   syncedGeneration(key: SliceKey): string;
   /** String: the watcher's stream state for the key (JSON). */
   streamState(key: SliceKey): string;
+  /**
+   * Sorted set: UIDs of the key's slices a syncer replica is deleting, scored by when the mark
+   * expires (ms): their DELETED events are slicekeeper's own (`DeletionMarks`).
+   */
+  deletedSlices(key: SliceKey): string;
   /** String: held while a sync of the key runs (token, with an expiry); proves no overlap. */
   syncGuard(key: SliceKey): string;
   /** Hash: endpoint → registration (JSON), for every endpoint registered for the key. */
@@ -79,6 +84,7 @@ export function redisKeys(prefix: string = DEFAULT_REDIS_PREFIX): RedisKeys {
     syncStatus: (key) => tagged(key, 'status'),
     syncedGeneration: (key) => tagged(key, 'synced-generation'),
     streamState: (key) => tagged(key, 'stream'),
+    deletedSlices: (key) => tagged(key, 'deleted-slices'),
     syncGuard: (key) => tagged(key, 'sync-guard'),
     registrations: (key) => tagged(key, 'registrations'),
     removal: (key) => tagged(key, 'removal'),

@@ -1,10 +1,5 @@
-export {
-  NodeMissingError,
-  RemovalPendingError,
-  defaultBackoffPolicy,
-  retryDelayMs,
-} from './backoff';
-export type { BackoffPolicy } from './backoff';
+export { RetryLater, defaultBackoffPolicy, retryDelayMs } from './backoff';
+export type { BackoffPolicy, Requeue } from './backoff';
 export { Maintenance } from './maintenance';
 export type { MaintenanceOptions } from './maintenance';
 export type { ClusterView, SliceApi, SliceTarget } from './slice-api';
@@ -13,7 +8,7 @@ export type { MaintenanceScheduleOptions, SyncWorkerOptions } from './sync-worke
 export { ResourceApiFollower } from './resource-api-follower';
 export type { ResourceApiFollowerOptions } from './resource-api-follower';
 export { Reconciler } from './reconciler';
-export type { Reconciled, ReconcilerOptions, SyncContext } from './reconciler';
+export type { ReconcileResult, ReconcilerOptions, SyncContext } from './reconciler';
 export { SyncerMetrics } from './syncer-metrics';
 export { ClusterTriggers } from './cluster-triggers';
 export type { ClusterTriggersOptions, WatchedChange } from './cluster-triggers';

@@ -183,9 +183,9 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
     "records the outcome and releases the key's guard: $name",
     async ({ arrange, expected, retried }) => {
       await arrange();
-      const { status, retry } = await reconciler.reconcile(key, context);
+      const { status, requeueAfter } = await reconciler.reconcile(key, context);
       expect(status).toMatchObject(expected);
-      expect(retry !== undefined).toBe(retried);
+      expect(requeueAfter !== undefined).toBe(retried);
       expect(await db.redis.exists(keys.syncGuard(key))).toBe(0);
     },
   );
@@ -193,7 +193,7 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
   it("refuses to sync while another job holds the key's guard, and leaves that guard alone", async () => {
     await db.redis.set(keys.syncGuard(key), 'job-0', 'PX', 60_000);
     await db.redis.set(keys.snapshot(key), snapshot(1));
-    expect((await reconciler.reconcile(key, context)).retry?.code).toBe('overlap');
+    expect((await reconciler.reconcile(key, context)).outcome).toBe('busy');
     expect((await metrics.overlaps.get()).values[0]?.value).toBe(1);
     expect(await db.redis.get(keys.syncGuard(key))).toBe('job-0');
     expect(await db.redis.get(keys.syncStatus(key))).toBeNull();

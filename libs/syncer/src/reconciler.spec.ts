@@ -111,11 +111,12 @@ describe('Reconciler', () => {
     await sync();
     records.records.registered = false;
     records.records.removal = { removedAt: Date.now(), withdrawAt: Date.now() + 30_000 };
-    const { status, retry } = await sync('removed');
+    const { status, requeueAfter } = await sync('removed');
     expect(status?.outcome).toBe('removing');
     // Still the generation published: a driver back with the same inventory owes no sync.
     expect(status?.snapshotGeneration).toBe(1);
-    expect(retry?.retryAfterMs).toBeGreaterThan(29_000);
+    expect(requeueAfter?.kind).toBe('after');
+    expect(requeueAfter?.kind === 'after' && requeueAfter.ms).toBeGreaterThan(29_000);
     expect(cluster.stored.size).toBe(1);
   });
 
@@ -124,7 +125,7 @@ describe('Reconciler', () => {
     records.records.snapshot = snapshot(1, [gpu(0)]);
     await sync();
     records.records.snapshot = undefined;
-    expect(await sync('registered')).toEqual({});
+    expect(await sync('registered')).toEqual({ outcome: 'idle', news: false });
     expect(cluster.stored.size).toBe(1);
   });
 
@@ -132,10 +133,10 @@ describe('Reconciler', () => {
     const { records, cluster, sync } = setup();
     cluster.nodes.clear();
     records.records.snapshot = snapshot(1, [gpu(0)]);
-    const { status, retry } = await sync();
+    const { status, requeueAfter } = await sync();
     expect(status?.outcome).toBe('node-missing');
     // Not retried: the Node watch syncs the key when the Node appears.
-    expect(retry).toBeUndefined();
+    expect(requeueAfter).toBeUndefined();
     expect(cluster.calls).toEqual([]);
   });
 
@@ -145,21 +146,22 @@ describe('Reconciler', () => {
       'snapshot of node-a/gpu.example.com',
       'not JSON',
     );
-    const { status, retry } = await sync();
+    const { status, requeueAfter } = await sync();
     expect(status).toMatchObject({
       outcome: 'corrupt',
       error: expect.stringMatching(/corrupt snapshot/) as unknown,
     });
-    expect(retry).toBeUndefined();
+    expect(requeueAfter).toBeUndefined();
   });
 
   it('refuses a sync while another holds the key, and changes nothing', async () => {
     const { records, cluster, sync } = setup();
     records.records.snapshot = snapshot(1, [gpu(0)]);
     records.guard = 'job-0';
-    const { status, retry } = await sync();
-    expect(status).toBeUndefined();
-    expect(retry?.code).toBe('overlap');
+    const result = await sync();
+    expect(result.status).toBeUndefined();
+    expect(result.outcome).toBe('busy');
+    expect(result.requeueAfter).toEqual({ kind: 'backoff' });
     expect(cluster.calls).toEqual([]);
   });
 

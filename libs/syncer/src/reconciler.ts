@@ -1,42 +1,40 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { bringsNews, keyId } from '@slicekeeper/contracts';
+import { boundProblems, bringsNews, keyId, tellsNews } from '@slicekeeper/contracts';
 import type {
-  InventorySnapshot,
-  PoolSummary,
-  PublishedTaints,
+  FieldProblem,
   SliceKey,
-  StreamState,
   SyncOutcome,
   SyncReason,
   SyncStatus,
 } from '@slicekeeper/contracts';
-import { TerminalError, TransientError, errorMessage, isTerminal } from '@slicekeeper/errors';
+import { isTerminal } from '@slicekeeper/errors';
+import type { SlicekeeperError } from '@slicekeeper/errors';
+import { kubeErrorCode } from '@slicekeeper/kube';
 import {
-  InvalidDriverResourcesError,
-  TAINT_CONDITIONS,
   applyLifecycleTaints,
+  describeFieldErrors,
   droppedFields,
   formatFieldError,
   planSync,
   semanticEqual,
   summarizeDroppedFields,
+  tryPlanSync,
   withoutFields,
 } from '@slicekeeper/slices';
 import type {
-  DroppedField,
   HealthTaintPolicy,
   LayoutRules,
-  ResourceSlice,
   StoredResourceSlice,
   SyncPlan,
 } from '@slicekeeper/slices';
-import { kubeErrorCode } from '@slicekeeper/kube';
-import { CorruptRecordError } from '@slicekeeper/state';
 import type { SyncTurn } from '@slicekeeper/state';
-import { NodeMissingError, RemovalPendingError } from './backoff';
+import type { Requeue } from './backoff';
+import { readDesired, readableStreamState, unreachable } from './desired-state';
 import type { KeyEventInput } from './key-events';
 import type { ClusterView, SliceApi } from './slice-api';
+import { SliceApplier } from './slice-applier';
+import type { SliceApplierOptions } from './slice-applier';
+import { SyncReport } from './sync-report';
 import type { SyncerMetrics } from './syncer-metrics';
 
 /** One sync's hold on its key's records (`SyncTurn` of libs/state). */
@@ -67,6 +65,8 @@ export interface ReconcilerOptions {
   api: SliceApi;
   /** Taken before every API write (the cluster-wide write limit). */
   writeLimiter?: { acquire(): Promise<void> };
+  /** Where deletes are marked for the other replicas before they are made (`DeletionMarks`). */
+  deletions?: SliceApplierOptions['deletions'];
   metrics?: SyncerMetrics;
   logger: Logger;
   /** Injected for tests. @defaultValue `() => new Date()` */
@@ -94,41 +94,70 @@ export interface SyncContext {
   reason: SyncReason;
 }
 
-/** What a reconcile did. */
-export interface Reconciled {
-  /** The recorded status; undefined when there was nothing to do and nothing was recorded. */
-  status?: SyncStatus;
-  /** Set when the key must be looked at again: the worker retries with this error's backoff. */
-  retry?: TransientError;
+/** What a reconcile did (controller-runtime's `Result`): the queue loop switches on it. */
+export interface ReconcileResult {
   /**
-   * Whether the recorded status tells something new (outcome, slices, dropped fields, problems):
-   * what the driver is told of, and what the node condition follows.
+   * The recorded outcome; `idle` when there was nothing to do and nothing was recorded, `busy`
+   * when another sync of the key holds its guard.
    */
-  changed?: boolean;
+  outcome: SyncOutcome | 'idle' | 'busy';
+  /** The recorded status (absent for `idle` and `busy`). */
+  status?: SyncStatus;
+  /**
+   * Whether the status tells something new (outcome, slices, dropped fields, problems): what
+   * the driver is told of, and what the node condition follows.
+   */
+  news: boolean;
+  /** Set when the key must be looked at again. */
+  requeueAfter?: Requeue;
+}
+
+/** What a sync that did not publish records, besides its outcome. */
+interface Refusal {
+  outcome: Exclude<SyncOutcome, 'synced' | 'withdrawn'>;
+  error: string;
+  problems?: readonly FieldProblem[];
+  snapshotGeneration: number;
+  writes?: number;
+  requeueAfter?: Requeue;
 }
 
 /**
  * One sync of one key, level-triggered: whatever asked for it, it makes the key's published
- * slices match the key's latest state in Redis.
+ * slices match the key's latest state in Redis, and returns what happened as a value.
  *
- * 1. Read what is desired (Redis, one round trip that also takes the key's guard).
- * 2. Read what is published (the watch-fed cache: no API read).
- * 3. Plan the fewest writes (`planSync`, upstream's resourceslice controller semantics).
- * 4. Apply them (deletes, updates, creates), each returned object into the cache.
- * 5. Record the outcome (Redis, one round trip that releases the guard).
+ * 1. Desired: the key's registration, snapshot and stream state (Redis, one round trip that
+ *    also takes the key's guard).
+ * 2. Existing: the key's slices and its Node, from the watch-fed cache (no API read).
+ * 3. Plan: the fewest writes (`tryPlanSync`, upstream's resourceslice controller semantics).
+ * 4. Apply: deletes, updates, creates (`SliceApplier`: write tokens, mutation cache, 409 re-plan).
+ * 5. Record: the status (Redis, one round trip that releases the guard), Events, metrics.
  *
- * Updates and deletes carry UID and resourceVersion preconditions, so a cache that lags costs a
- * 409 and a re-plan from a fresh list, never a wrong write. A create is never planned twice: the
- * cache shows our own writes before the watch delivers them.
+ * Retries are the queue loop's: a result asks for one with `requeueAfter`. Exceptions are for
+ * the unexpected only (Redis unreachable, a bug).
  */
 export class Reconciler {
   private readonly now: () => Date;
+  private readonly applier: SliceApplier;
+  private readonly report: SyncReport;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.now = options.now ?? (() => new Date());
+    this.applier = new SliceApplier({
+      cluster: options.cluster,
+      api: options.api,
+      logger: options.logger,
+      ...(options.writeLimiter === undefined ? {} : { writeLimiter: options.writeLimiter }),
+      ...(options.deletions === undefined ? {} : { deletions: options.deletions }),
+      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+      ...(options.conflictRetries === undefined
+        ? {}
+        : { conflictRetries: options.conflictRetries }),
+    });
+    this.report = new SyncReport(options.metrics, this.now);
   }
 
-  async reconcile(key: SliceKey, context: SyncContext): Promise<Reconciled> {
+  async reconcile(key: SliceKey, context: SyncContext): Promise<ReconcileResult> {
     // A sync that brings news nearly always writes: its first write token comes with its reads
     // (one Redis round trip less on the path of every change; measured in the README).
     const turn = await this.options.records.begin(key, context.jobId, {
@@ -136,17 +165,11 @@ export class Reconciler {
     });
     if (turn === undefined) {
       this.options.metrics?.overlaps.inc();
-      const error = new TransientError(`sync of ${keyId(key)} is already running`, {
-        code: 'overlap',
-      });
-      return { retry: error };
+      return { outcome: 'busy', news: false, requeueAfter: { kind: 'backoff' } };
     }
     const startedAt = this.now();
     try {
-      const reconciled = await this.sync(key, context, turn, startedAt);
-      const { status } = reconciled;
-      if (status === undefined) return reconciled;
-      return { ...reconciled, changed: !sameFeedback(turn.previousStatus(), status) };
+      return await this.sync(key, context, turn, startedAt);
     } finally {
       // Recording the outcome released the guard, unless the sync failed before it got there.
       await turn.release();
@@ -159,321 +182,211 @@ export class Reconciler {
     context: SyncContext,
     turn: KeyTurn,
     startedAt: Date,
-  ): Promise<Reconciled> {
+  ): Promise<ReconcileResult> {
     const log = this.options.logger.child({
       node: key.node,
       driver: key.driver,
       jobId: context.jobId,
       attempt: context.attempt,
     });
-    let snapshot: InventorySnapshot | undefined;
-    /**
-     * The generation a removal within its grace keeps published: its status says so, so that
-     * the watcher of a driver that registers again with the same inventory owes no sync.
-     */
-    let keptGeneration: number | undefined;
-    let writes = 0;
-    const record = (
-      fields: Omit<SyncStatus, 'startedAt' | 'finishedAt' | 'attempt' | 'snapshotGeneration'>,
-      forgetSnapshot = false,
-    ) =>
-      this.record(
-        key,
-        turn,
-        {
-          ...fields,
-          startedAt: startedAt.toISOString(),
-          snapshotGeneration: snapshot?.generation ?? keptGeneration ?? 0,
-          attempt: context.attempt,
-        },
-        forgetSnapshot,
-      );
+    const refuse = (refusal: Refusal) => this.refuse(key, context, turn, startedAt, log, refusal);
+    const previous = turn.previousStatus();
 
-    try {
-      // 1. What is desired.
-      const registered = turn.registered();
-      if (!registered) {
-        const withdrawAt = turn.removal()?.withdrawAt ?? 0;
-        const remainingMs = withdrawAt - startedAt.getTime();
-        if (remainingMs > 0) {
-          keptGeneration = turn.previousStatus()?.snapshotGeneration;
-          throw new RemovalPendingError(keyId(key), remainingMs);
-        }
-      } else {
-        snapshot = turn.snapshot();
-        if (snapshot === undefined && context.reason === 'registered') {
-          // A registration's sync publishes the snapshot a re-registered driver kept. Without
-          // one the driver has sent nothing yet (or Redis lost it): what is published stays,
-          // and the watcher's first store asks for the sync that publishes it.
-          log.debug('registered, no inventory yet: nothing to do');
-          return {};
-        }
-        if (snapshot?.rejected !== undefined) {
-          throw new TerminalError(snapshot.rejected, { code: 'invalid' });
-        }
-      }
-      // The driver's pools, with the taints of the key's lifecycle: device health, and the
-      // driver-unreachable taint while its stream is lost.
-      const tainted = applyLifecycleTaints({
-        driver: key.driver,
-        pools: snapshot?.inventory?.pools ?? [],
-        health: this.options.healthTaints?.(key.driver) ?? 'NoSchedule',
-        ...unreachable(snapshot === undefined ? undefined : turn.streamState()),
-      });
-      const pools = tainted.pools;
-      const previous = turn.previousStatus();
-      // Fields this server drops are not rewritten for the snapshot they were dropped from.
-      const dropping =
-        previous?.snapshotGeneration === (snapshot?.generation ?? 0) &&
-        (previous.droppedFields?.length ?? 0) > 0;
-
-      let dropped: DroppedField[] = [];
-      let prepaid = turn.prepaidWrite;
-      let existing = this.options.cluster.slicesOf(key);
-      for (let replans = 0; ; replans++) {
-        // 2. What is published; the Node the slices belong to.
-        let nodeUid = '';
-        if (key.node !== '' && pools.length > 0) {
-          nodeUid = this.options.cluster.nodeUid(key.node) ?? '';
-          if (nodeUid === '') throw new NodeMissingError(key.node);
-        }
-        // 3. The plan.
-        // Laid out for taints from the start: a taint later changes devices in place.
-        const planned = planSync({
-          node: key.node,
-          nodeUid,
-          driver: key.driver,
-          pools,
-          existing,
-          taintable: true,
-          ...(this.options.layoutRules === undefined ? {} : { rules: this.options.layoutRules() }),
+    // 1. What is desired.
+    const desired = readDesired(turn, startedAt.getTime(), context.reason);
+    switch (desired.kind) {
+      case 'idle':
+        log.debug('registered, no inventory yet: nothing to do');
+        return { outcome: 'idle', news: false };
+      case 'corrupt':
+        return refuse({ outcome: 'corrupt', error: desired.problem, snapshotGeneration: 0 });
+      case 'unreadable':
+        return refuse({
+          outcome: 'retrying',
+          error: desired.problem,
+          snapshotGeneration: 0,
+          requeueAfter: { kind: 'backoff' },
         });
-        const plan = dropping
-          ? { ...planned, updates: planned.updates.filter((u) => !onlyDropped(u, existing)) }
-          : planned;
-        // 4. The writes.
-        const published = new Map(existing.map((s) => [s.metadata.name, s]));
-        try {
-          // The prepaid token pays for one write only, whatever happens to it.
-          const token = prepaid;
-          prepaid = undefined;
-          const applied = await this.apply(plan, published, token);
-          writes += applied.writes;
-          dropped = [...dropped, ...applied.dropped];
-        } catch (error) {
-          // A 409, or a 404 on an update: the view was stale (someone else wrote, or the garbage
-          // collector deleted a slice). Re-plan from what the server has now.
-          if (isStale(error) && replans < (this.options.conflictRetries ?? 3)) {
-            log.debug({ err: errorMessage(error) }, 'stale view, re-planning from a list');
-            existing = await this.options.api.listSlices(key);
-            continue;
-          }
-          throw error;
-        }
-        // 5. The outcome.
-        const droppedText = summarizeDroppedFields(dropped);
-        if (droppedText.length > 0) this.reportDropped(log, dropped, droppedText, previous);
-        const keptDropped =
-          droppedText.length > 0 ? droppedText : dropping ? previous.droppedFields : undefined;
-        const taints = this.taintsOutcome(log, tainted.summary, keptDropped, previous);
-        const status = await record(
-          {
-            outcome: pools.length === 0 ? 'withdrawn' : 'synced',
-            writes,
-            slices: [...published.keys()].sort(),
-            pools: summaries(plan),
-            ...(keptDropped === undefined || pools.length === 0
-              ? {}
-              : { droppedFields: keptDropped }),
-            ...(taints === undefined || pools.length === 0 ? {} : { taints }),
-            ...(this.options.publishedWith === undefined
-              ? {}
-              : { api: this.options.publishedWith() }),
-          },
-          !registered,
-        );
-        if (snapshot !== undefined && status.outcome === 'synced') {
-          this.observePublished(snapshot, previous);
-        }
-        log.debug({ outcome: status.outcome, writes, reason: context.reason }, 'synced');
-        return { status };
+      case 'rejected':
+        return refuse({
+          outcome: 'invalid',
+          error: desired.problem,
+          snapshotGeneration: desired.snapshot.generation,
+        });
+      case 'removing':
+        // Still the generation published: a driver back with the same inventory owes no sync.
+        return refuse({
+          outcome: 'removing',
+          error: `plugin ${keyId(key)} was removed; its slices are withdrawn in ${Math.ceil(desired.remainingMs / 1000)}s unless it registers again`,
+          snapshotGeneration: previous?.snapshotGeneration ?? 0,
+          requeueAfter: { kind: 'after', ms: desired.remainingMs },
+        });
+      case 'publish':
+        break;
+    }
+    const { snapshot, registered } = desired;
+    const snapshotGeneration = snapshot?.generation ?? 0;
+    // The driver's pools, with the taints of the key's lifecycle: device health, and the
+    // driver-unreachable taint while its stream is lost.
+    const tainted = applyLifecycleTaints({
+      driver: key.driver,
+      pools: snapshot?.inventory?.pools ?? [],
+      health: this.options.healthTaints?.(key.driver) ?? 'NoSchedule',
+      ...unreachable(desired.stream),
+    });
+    const pools = tainted.pools;
+
+    // 2. What is published, and the Node the slices belong to.
+    const existing = this.options.cluster.slicesOf(key);
+    let nodeUid = '';
+    if (key.node !== '' && pools.length > 0) {
+      nodeUid = this.options.cluster.nodeUid(key.node) ?? '';
+      if (nodeUid === '') {
+        // Not retried: the Node watch syncs the key when its Node appears (and the relist and
+        // the periodic resync if that event is missed).
+        return refuse({
+          outcome: 'node-missing',
+          error: `node "${key.node}" does not exist`,
+          snapshotGeneration,
+        });
       }
-    } catch (error) {
-      const outcome = outcomeOf(error);
-      // What is published did not change: keep showing the last known slices and pools.
-      const previous = turn.previousStatus();
-      const status = await record({
-        outcome,
-        writes,
+    }
+
+    // 3. The plan. Fields this server drops are not rewritten for the snapshot they were
+    // dropped from.
+    const dropping =
+      previous?.snapshotGeneration === snapshotGeneration &&
+      (previous.droppedFields?.length ?? 0) > 0;
+    const input = (slices: readonly StoredResourceSlice[]) => ({
+      node: key.node,
+      nodeUid,
+      driver: key.driver,
+      pools,
+      existing: slices,
+      // Laid out for taints from the start: a taint later changes devices in place.
+      taintable: true,
+      ...(this.options.layoutRules === undefined ? {} : { rules: this.options.layoutRules() }),
+    });
+    const planned = tryPlanSync(input(existing));
+    if (!planned.ok) {
+      return refuse({
+        outcome: 'invalid',
+        error: describeFieldErrors(planned.problems),
+        problems: planned.problems.map((e) => ({ field: e.path, message: formatFieldError(e) })),
+        snapshotGeneration,
+      });
+    }
+    const keepDropped = (plan: SyncPlan, slices: readonly StoredResourceSlice[]) =>
+      dropping ? withoutOnlyDropped(plan, slices) : plan;
+
+    // 4. The writes.
+    const applied = await this.applier.apply({
+      key,
+      existing,
+      plan: keepDropped(planned.plan, existing),
+      // The input was valid above, and validity does not depend on what is published.
+      replan: (slices) => keepDropped(planSync(input(slices)), slices),
+      prepaid: turn.prepaidWrite,
+    });
+    if (!applied.ok) {
+      return refuse({ ...failure(applied.error), snapshotGeneration, writes: applied.writes });
+    }
+
+    // 5. The outcome.
+    const droppedText = summarizeDroppedFields(applied.dropped);
+    if (droppedText.length > 0) this.report.dropped(log, applied.dropped, droppedText, previous);
+    const keptDropped =
+      droppedText.length > 0 ? droppedText : dropping ? previous.droppedFields : undefined;
+    const taints = this.report.taints(log, tainted.summary, keptDropped, previous);
+    const withdrawn = pools.length === 0;
+    const result = await this.record(
+      key,
+      turn,
+      {
+        outcome: withdrawn ? 'withdrawn' : 'synced',
+        snapshotGeneration,
+        writes: applied.writes,
+        slices: applied.slices,
+        pools: summaries(applied.plan),
+        ...(keptDropped === undefined || withdrawn ? {} : { droppedFields: keptDropped }),
+        ...(taints === undefined || withdrawn ? {} : { taints }),
+        ...(this.options.publishedWith === undefined ? {} : { api: this.options.publishedWith() }),
+        startedAt: startedAt.toISOString(),
+        attempt: context.attempt,
+      },
+      !registered,
+    );
+    if (snapshot !== undefined && !withdrawn) this.report.published(snapshot, previous);
+    log.debug(
+      { outcome: result.outcome, writes: applied.writes, reason: context.reason },
+      'synced',
+    );
+    return result;
+  }
+
+  /**
+   * Records a sync that did not publish. What is published did not change: the status keeps
+   * showing the last known slices and pools.
+   */
+  private async refuse(
+    key: SliceKey,
+    context: SyncContext,
+    turn: KeyTurn,
+    startedAt: Date,
+    log: Logger,
+    refusal: Refusal,
+  ): Promise<ReconcileResult> {
+    const previous = turn.previousStatus();
+    const result = await this.record(
+      key,
+      turn,
+      {
+        outcome: refusal.outcome,
+        snapshotGeneration: refusal.snapshotGeneration,
+        writes: refusal.writes ?? 0,
         slices: previous?.slices ?? [],
         pools: previous?.pools ?? [],
-        error: errorMessage(error),
-        ...(error instanceof InvalidDriverResourcesError
-          ? {
-              problems: error.fieldErrors.map((e) => ({
-                field: e.path,
-                message: formatFieldError(e),
-              })),
-            }
-          : {}),
-      });
-      if (outcome === 'invalid' || outcome === 'failed' || outcome === 'corrupt') {
-        log.warn({ err: errorMessage(error), outcome }, 'sync refused');
-        return { status };
-      }
-      if (outcome === 'node-missing') {
-        // Not retried: the Node watch syncs the key when its Node appears (and the relist and
-        // the periodic resync if that event is missed). A retry would hold back, behind its
-        // backoff, the follow-up sync of any news that arrived while this one ran.
-        log.info({ err: errorMessage(error) }, 'node missing, waiting for it');
-        return { status };
-      }
-      if (error instanceof RemovalPendingError) {
-        log.debug({ withdrawInMs: error.retryAfterMs }, 'removal pending');
-      } else {
-        log.info({ err: errorMessage(error), outcome }, 'sync failed, will retry');
-      }
-      return { status, retry: asTransient(error) };
+        error: refusal.error,
+        ...(refusal.problems === undefined ? {} : boundProblems(refusal.problems)),
+        startedAt: startedAt.toISOString(),
+        attempt: context.attempt,
+      },
+      false,
+      refusal.requeueAfter,
+    );
+    const fields = { err: refusal.error, outcome: refusal.outcome };
+    switch (refusal.outcome) {
+      case 'removing':
+        log.debug({ requeueAfter: refusal.requeueAfter }, 'removal pending');
+        break;
+      case 'node-missing':
+        log.info(fields, 'node missing, waiting for it');
+        break;
+      case 'retrying':
+        log.info(fields, 'sync failed, will retry');
+        break;
+      default:
+        log.warn(fields, 'sync refused');
     }
-  }
-
-  /**
-   * Executes a plan in upstream order; `published` tracks the key's slices by name as the API
-   * server returns them, and every returned object goes into the cache at once. The first write
-   * spends the `prepaid` token, if any; every other write takes one.
-   */
-  private async apply(
-    plan: SyncPlan,
-    published: Map<string, StoredResourceSlice>,
-    prepaid: Promise<void> | undefined,
-  ): Promise<{ writes: number; dropped: DroppedField[] }> {
-    const { api, cluster, metrics, writeLimiter } = this.options;
-    let token = prepaid;
-    const takeToken = async (): Promise<void> => {
-      const next = token ?? writeLimiter?.acquire();
-      token = undefined;
-      await next;
-    };
-    let writes = 0;
-    const dropped: DroppedField[] = [];
-    const stored = (sent: ResourceSlice, back: StoredResourceSlice) => {
-      cluster.recordWrite(back);
-      published.set(back.metadata.name, back);
-      dropped.push(...droppedFields(sent, back));
-      writes++;
-    };
-    for (const target of plan.deletes) {
-      await takeToken();
-      // Recorded first: the watch may deliver the deletion before the answer, and a deletion
-      // not recorded as ours would count as someone else's (and cost a sync).
-      cluster.recordDelete(target);
-      try {
-        await api.deleteSlice(target);
-      } catch (error) {
-        cluster.forgetDelete(target.name);
-        throw error;
-      }
-      published.delete(target.name);
-      metrics?.sliceWrites.inc({ op: 'delete' });
-      writes++;
-    }
-    for (const slice of plan.updates) {
-      await takeToken();
-      stored(slice, await api.updateSlice(slice));
-      metrics?.sliceWrites.inc({ op: 'update' });
-    }
-    for (const slice of plan.creates) {
-      await takeToken();
-      stored(slice, await api.createSlice(slice));
-      metrics?.sliceWrites.inc({ op: 'create' });
-    }
-    return { writes, dropped };
-  }
-
-  /**
-   * The taints the sync leaves on the key's devices, for its status. A driver-unreachable
-   * taint the server dropped (its DRADeviceTaints gate is off) falls back to what happens
-   * without taints: the slices stay schedulable until the wipe. Said once per loss, in the
-   * status, a metric and the log.
-   */
-  private taintsOutcome(
-    log: Logger,
-    summary: PublishedTaints | undefined,
-    dropped: readonly string[] | undefined,
-    previous: SyncStatus | undefined,
-  ): PublishedTaints | undefined {
-    this.countTaintsAdded(summary, previous?.taints);
-    if (summary?.unreachable === undefined) return summary;
-    if (!(dropped ?? []).some((field) => field.includes('.taints'))) return summary;
-    if (previous?.taints?.unreachable !== 'dropped') {
-      this.options.metrics?.unreachableTaintFallbacks.inc();
-      log.warn(
-        'driver unreachable, but the API server drops device taints (DRADeviceTaints off): ' +
-          'its devices stay schedulable until its slices are withdrawn',
-      );
-    }
-    return { ...summary, unreachable: 'dropped' };
-  }
-
-  private countTaintsAdded(
-    now: PublishedTaints | undefined,
-    before: PublishedTaints | undefined,
-  ): void {
-    const metric = this.options.metrics?.taintsAdded;
-    if (metric === undefined || now === undefined) return;
-    if (now.unhealthy > 0 && (before?.unhealthy ?? 0) === 0) {
-      metric.inc({ condition: TAINT_CONDITIONS.unhealthy });
-    }
-    if (now.healthUnknown > 0 && (before?.healthUnknown ?? 0) === 0) {
-      metric.inc({ condition: TAINT_CONDITIONS.healthUnknown });
-    }
-    if (now.unreachable !== undefined && before?.unreachable === undefined) {
-      metric.inc({ condition: TAINT_CONDITIONS.driverUnreachable });
-    }
-  }
-
-  /** The end-to-end latency of a snapshot generation's first publish. */
-  private observePublished(snapshot: InventorySnapshot, previous: SyncStatus | undefined): void {
-    if (previous?.outcome === 'synced' && previous.snapshotGeneration === snapshot.generation) {
-      return;
-    }
-    const seconds = (this.now().getTime() - Date.parse(snapshot.receivedAt)) / 1000;
-    this.options.metrics?.publishLatency.observe(Math.max(0, seconds));
-  }
-
-  /** Counts dropped fields and logs them once per key and snapshot generation. */
-  private reportDropped(
-    log: Logger,
-    dropped: readonly DroppedField[],
-    text: readonly string[],
-    previous: SyncStatus | undefined,
-  ): void {
-    for (const field of dropped)
-      this.options.metrics?.droppedFields.inc({ gate: field.gate ?? 'unknown' });
-    const known = previous?.droppedFields ?? [];
-    if (text.some((line) => !known.includes(line))) {
-      log.warn(
-        { droppedFields: text },
-        'the API server dropped fields of our writes (a feature gate is off)',
-      );
-    }
+    return result;
   }
 
   /**
    * Records the outcome (see `SyncTurn.finish`), which releases the key's guard, and tells it
-   * as Events about the key's Node.
+   * as Events about the key's Node. The driver hears of an outcome when what it would be told
+   * changed.
    */
   private async record(
     key: SliceKey,
     turn: KeyTurn,
     fields: Omit<SyncStatus, 'finishedAt'>,
     forgetSnapshot: boolean,
-  ): Promise<SyncStatus> {
+    requeueAfter?: Requeue,
+  ): Promise<ReconcileResult> {
     const status: SyncStatus = { ...fields, finishedAt: this.now().toISOString() };
     const previous = turn.previousStatus();
-    // The driver hears of an outcome when what it would be told changed.
-    const announce = !sameFeedback(previous, status);
-    await turn.finish(status, { forgetSnapshot, announce });
+    const news = tellsNews(previous, status);
+    await turn.finish(status, { forgetSnapshot, announce: news });
     this.options.metrics?.syncs.inc({ outcome: status.outcome });
     this.options.events?.report({
       key,
@@ -482,87 +395,57 @@ export class Reconciler {
       registered: turn.registered(),
       stream: readableStreamState(turn),
     });
-    return status;
+    return {
+      outcome: status.outcome,
+      status,
+      news,
+      ...(requeueAfter === undefined ? {} : { requeueAfter }),
+    };
   }
 }
 
-/**
- * Whether a planned update differs from the published slice only in fields this server drops:
- * what it stored is then the desired state, and writing again would change nothing.
- */
-function onlyDropped(
-  update: StoredResourceSlice,
-  existing: readonly StoredResourceSlice[],
-): boolean {
-  const current = existing.find((s) => s.metadata.name === update.metadata.name);
-  if (current === undefined) return false;
-  const fields = droppedFields(update, current);
-  if (fields.length === 0) return false;
-  return semanticEqual(withoutFields(update, fields).spec, current.spec);
-}
-
-/** The key's stream state; undefined when unreadable (the sync recorded `corrupt` then). */
-function readableStreamState(turn: KeyTurn): StreamState | undefined {
-  try {
-    return turn.streamState();
-  } catch (error) {
-    if (error instanceof CorruptRecordError) return undefined;
-    throw error;
+/** A failed write's outcome: `invalid` for the server's 422, and when to try again. */
+function failure(error: SlicekeeperError): Omit<Refusal, 'snapshotGeneration'> {
+  if (isTerminal(error)) {
+    return {
+      outcome: kubeErrorCode(error) === 'invalid' ? 'invalid' : 'failed',
+      error: error.message,
+    };
   }
-}
-
-/** The driver-unreachable part of the planner's input, from the key's stream state. */
-function unreachable(stream: StreamState | undefined): { unreachableSince?: string } {
-  const since = stream?.unreachableSince;
-  return since === undefined || stream?.state === 'wiped' ? {} : { unreachableSince: since };
+  const retryAfterMs = 'retryAfterMs' in error ? error.retryAfterMs : undefined;
+  return {
+    outcome: 'retrying',
+    error: error.message,
+    requeueAfter:
+      kubeErrorCode(error) === 'throttled' && typeof retryAfterMs === 'number'
+        ? { kind: 'throttled', ms: retryAfterMs }
+        : {
+            kind: 'backoff',
+            ...(typeof retryAfterMs === 'number' ? { notBeforeMs: retryAfterMs } : {}),
+          },
+  };
 }
 
 /**
- * Whether a driver told of `before` would be told nothing new by `after`. A new snapshot
- * generation alone is not news: an inventory change published into the same slices costs the
- * driver no call (and the node condition no evaluation) per change.
+ * The plan without the updates that differ from the published slice only in fields this server
+ * drops: what it stored is then the desired state, and writing again would change nothing.
  */
-function sameFeedback(before: SyncStatus | undefined, after: SyncStatus): boolean {
-  return (
-    before !== undefined &&
-    before.outcome === after.outcome &&
-    isDeepStrictEqual(before.slices, after.slices) &&
-    isDeepStrictEqual(before.droppedFields ?? [], after.droppedFields ?? []) &&
-    isDeepStrictEqual(before.problems ?? [], after.problems ?? [])
-  );
+function withoutOnlyDropped(plan: SyncPlan, existing: readonly StoredResourceSlice[]): SyncPlan {
+  const byName = new Map(existing.map((s) => [s.metadata.name, s]));
+  const updates = plan.updates.filter((update) => {
+    const current = byName.get(update.metadata.name);
+    if (current === undefined) return true;
+    const fields = droppedFields(update, current);
+    return fields.length === 0 || !semanticEqual(withoutFields(update, fields).spec, current.spec);
+  });
+  return updates.length === plan.updates.length ? plan : { ...plan, updates };
 }
 
-function summaries(plan: SyncPlan): PoolSummary[] {
+function summaries(plan: SyncPlan): SyncStatus['pools'] {
   return plan.pools.map((p) => ({
     name: p.name,
     generation: p.generation,
     sliceCount: p.resourceSliceCount,
     devices: p.deviceCount,
   }));
-}
-
-/** A 409, or a 404 of a write (deletes treat 404 as done): the slices changed since read. */
-function isStale(error: unknown): boolean {
-  switch (kubeErrorCode(error)) {
-    case 'conflict':
-    case 'not-found':
-      return true;
-    default:
-      return false;
-  }
-}
-
-function asTransient(error: unknown): TransientError {
-  return error instanceof TransientError
-    ? error
-    : new TransientError(errorMessage(error), { cause: error });
-}
-
-function outcomeOf(error: unknown): SyncOutcome {
-  if (error instanceof InvalidDriverResourcesError) return 'invalid';
-  if (error instanceof RemovalPendingError) return 'removing';
-  if (error instanceof CorruptRecordError) return 'corrupt';
-  if (error instanceof NodeMissingError) return 'node-missing';
-  if (error instanceof TerminalError && error.code === 'invalid') return 'invalid';
-  return isTerminal(error) ? 'failed' : 'retrying';
 }

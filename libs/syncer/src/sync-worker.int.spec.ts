@@ -18,7 +18,7 @@ import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
 import { RegistrationStore, SyncRecords } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, useRedisServer, waitFor } from '@slicekeeper/testing';
 import { Maintenance } from './maintenance';
-import type { Reconciled, SyncContext } from './reconciler';
+import type { ReconcileResult, SyncContext } from './reconciler';
 import { SyncWorker } from './sync-worker';
 import type { MaintenanceScheduleOptions, SyncWorkerOptions } from './sync-worker';
 import { ClusterTriggers } from './cluster-triggers';
@@ -659,38 +659,54 @@ describe('sync worker, job outcomes and schedules', () => {
   }
 
   function reconciler(
-    outcome: (context: SyncContext) => Promise<Reconciled>,
+    outcome: (context: SyncContext) => Promise<ReconcileResult>,
   ): SyncWorkerOptions['reconciler'] {
     return { reconcile: (_key, context) => outcome(context) };
   }
 
   const busy = () => queue.queue.getJobCountByTypes('active', 'waiting', 'prioritized', 'delayed');
 
-  it('fails a job without retrying when a terminal error escapes the reconciler, and logs it once', async () => {
+  it('does not retry a sync whose result asks for nothing more, and retries one that asks for backoff', async () => {
+    const attempts: number[] = [];
+    await startWorker({
+      reconciler: reconciler(({ attempt }) => {
+        attempts.push(attempt);
+        return Promise.resolve(
+          attempt < 3
+            ? { outcome: 'retrying', news: false, requeueAfter: { kind: 'backoff' } }
+            : { outcome: 'failed', news: false },
+        );
+      }),
+    });
+    await queue.enqueue(key, 'snapshot');
+
+    await waitFor(async () => attempts.length === 3 && (await busy()) === 0, {
+      description: 'the third attempt done',
+    });
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(await queue.queue.getFailedCount()).toBe(0);
+  });
+
+  it('retries an exception that escapes the reconciler (unexpected: never dropped), logging each', async () => {
     const { lines, logger: captured } = capturedLogger();
     const attempts: number[] = [];
     await startWorker({
       logger: captured,
       reconciler: reconciler(({ attempt }) => {
         attempts.push(attempt);
-        return Promise.reject(
-          new TerminalError('corrupt snapshot of node-a/gpu.example.com', { code: 'corrupt' }),
-        );
+        return attempts.length < 2
+          ? Promise.reject(new TerminalError('a bug', { code: 'error' }))
+          : Promise.resolve({ outcome: 'synced', news: false });
       }),
     });
     await queue.enqueue(key, 'snapshot');
 
-    const [failed] = await waitFor(
-      async () => {
-        const jobs = await queue.queue.getFailed();
-        return jobs.length > 0 && (await busy()) === 0 ? jobs : undefined;
-      },
-      { description: 'the job failed' },
-    );
-    expect(failed?.failedReason).toBe('corrupt snapshot of node-a/gpu.example.com');
-    expect(attempts).toEqual([1]);
+    await waitFor(async () => attempts.length === 2 && (await busy()) === 0, {
+      description: 'the second attempt done',
+    });
+    expect(await queue.queue.getFailedCount()).toBe(0);
     expect(lines.filter((line) => line.level >= 40).map((line) => [line.msg, line.err])).toEqual([
-      ['sync failed', 'corrupt snapshot of node-a/gpu.example.com'],
+      ['sync error, will retry', 'a bug'],
     ]);
   });
 
@@ -701,7 +717,7 @@ describe('sync worker, job outcomes and schedules', () => {
         attempts.push(attempt);
         return attempts.length < 3
           ? Promise.reject(new Error('connection reset'))
-          : Promise.resolve({});
+          : Promise.resolve({ outcome: 'synced', news: false });
       }),
     });
     await queue.enqueue(key, 'snapshot');
@@ -716,7 +732,7 @@ describe('sync worker, job outcomes and schedules', () => {
   it('runs the resync and the janitor on schedulers of their own queue, created again when Redis comes back empty', async () => {
     const runs = { resync: 0, janitor: 0 };
     await startWorker({
-      reconciler: reconciler(() => Promise.resolve({})),
+      reconciler: reconciler(() => Promise.resolve({ outcome: 'idle', news: false })),
       maintenance: {
         connection: connection(),
         jobs: {

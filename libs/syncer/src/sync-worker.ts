@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { redisHealth } from '@slicekeeper/queue';
@@ -12,12 +13,13 @@ import {
   syncJobSchema,
 } from '@slicekeeper/contracts';
 import type { MaintenanceJob, SliceKey, SyncJob, SyncStatus } from '@slicekeeper/contracts';
-import { errorMessage, isTerminal } from '@slicekeeper/errors';
+import { errorMessage } from '@slicekeeper/errors';
 import { registerQueueGauges } from './queue-gauges';
 import { retryingWorker } from './retrying-worker';
+import { RetryLater } from './backoff';
 import type { BackoffPolicy } from './backoff';
 import type { Maintenance } from './maintenance';
-import type { Reconciler } from './reconciler';
+import type { ReconcileResult, Reconciler } from './reconciler';
 
 /** The periodic work a replica takes part in, see {@link SyncWorkerOptions.maintenance}. */
 export interface MaintenanceScheduleOptions {
@@ -33,8 +35,13 @@ export interface MaintenanceScheduleOptions {
 }
 
 export interface SyncWorkerOptions {
-  /** A dedicated connection: the worker blocks on it while waiting for jobs. */
+  /** The worker's connection; BullMQ blocks on a copy of it while waiting for jobs. */
   connection: RedisClient;
+  /**
+   * The process's sync Queue (`SyncQueue.queue`), for rate limits and gauges: one Queue object
+   * per queue per process. Closed by its owner. Without it the worker opens one of its own.
+   */
+  queue?: Queue<SyncJob>;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
   reconciler: Pick<Reconciler, 'reconcile'>;
@@ -60,7 +67,7 @@ export interface SyncWorkerOptions {
    */
   maintenance?: MaintenanceScheduleOptions;
   /**
-   * Called with a status a sync recorded when it tells something new (`Reconciled.changed`):
+   * Called with a status a sync recorded when it tells something new (`ReconcileResult.news`):
    * the node condition follows outcomes from here. Must not throw.
    */
   onStatus?: (key: SliceKey, status: SyncStatus) => void;
@@ -89,7 +96,9 @@ export class SyncWorker {
   constructor(private readonly options: SyncWorkerOptions) {
     const { logger } = options;
     const prefix = queuePrefix(options.prefix ?? 'sk');
-    this.queue = new Queue<SyncJob>(SYNC_QUEUE_NAME, { connection: options.connection, prefix });
+    this.queue =
+      options.queue ??
+      new Queue<SyncJob>(SYNC_QUEUE_NAME, { connection: options.connection, prefix });
     this.worker = retryingWorker<SyncJob>(SYNC_QUEUE_NAME, 'worker', (job) => this.sync(job), {
       ...options,
       concurrency: options.concurrency ?? 8,
@@ -104,6 +113,8 @@ export class SyncWorker {
         concurrency: 1,
       });
       worker.on('error', (error) => {
+        // Unless routed to the process's outage log (`errorSources`).
+        if (worker.listenerCount('error') > 1) return;
         logger.error({ err: errorMessage(error) }, 'maintenance worker error');
       });
       // Not retried: the next run does the same work.
@@ -132,6 +143,17 @@ export class SyncWorker {
     this.run(this.maintenance.worker, 'maintenance worker stopped');
   }
 
+  /**
+   * The BullMQ objects whose errors are their connection's, for the process's outage log
+   * (`RedisConnections.addErrorSources`): nothing then reaches stderr.
+   */
+  get errorSources(): readonly EventEmitter[] {
+    const own = this.options.queue === undefined ? [this.queue] : [];
+    const maintenance =
+      this.maintenance === undefined ? [] : [this.maintenance.worker, this.maintenance.queue];
+    return [this.worker, ...own, ...maintenance];
+  }
+
   /** Stops taking jobs, waits for the running ones, and closes. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
@@ -139,7 +161,10 @@ export class SyncWorker {
         redisHealth(this.maintenance.options.connection).off('ready', this.onRedisReady);
       }
       await Promise.all([this.worker.close(), this.maintenance?.worker.close()]);
-      await Promise.all([this.queue.close(), this.maintenance?.queue.close()]);
+      await Promise.all([
+        this.options.queue === undefined ? this.queue.close() : undefined,
+        this.maintenance?.queue.close(),
+      ]);
     })();
     return this.closing;
   }
@@ -161,34 +186,36 @@ export class SyncWorker {
     const { node, driver, reason } = parsed.data;
     const jobId = job.id ?? `${node}/${driver}`;
     const attempt = job.attemptsMade + 1;
-    let reconciled;
+    let result: ReconcileResult;
     try {
-      reconciled = await this.options.reconciler.reconcile(
+      result = await this.options.reconciler.reconcile(
         { node, driver },
         { jobId, attempt, reason },
       );
     } catch (error) {
-      // The reconciler records what it can classify; this is what escaped it.
-      if (isTerminal(error)) {
-        logger.error({ node, driver, jobId, attempt, err: errorMessage(error) }, 'sync failed');
-        throw new UnrecoverableError(errorMessage(error));
-      }
+      // Unexpected (Redis unreachable, a bug): retried with backoff, never dropped.
       logger.warn(
         { node, driver, jobId, attempt, err: errorMessage(error) },
         'sync error, will retry',
       );
-      // BullMQ retries it with `retryDelayMs`'s backoff.
       throw error;
     }
-    const { retry, status, changed } = reconciled;
-    if (status !== undefined && changed === true) this.options.onStatus?.({ node, driver }, status);
-    if (retry === undefined) return;
-    if (retry.code === 'throttled' && retry.retryAfterMs !== undefined) {
-      // The API server asked everyone to slow down: pause the queue for all replicas.
-      await this.queue.rateLimit(retry.retryAfterMs);
-      throw Worker.RateLimitError();
+    if (result.status !== undefined && result.news) {
+      this.options.onStatus?.({ node, driver }, result.status);
     }
-    throw retry;
+    const requeue = result.requeueAfter;
+    if (requeue === undefined) return;
+    const why = result.status?.error ?? `sync of ${node}/${driver} is already running`;
+    switch (requeue.kind) {
+      case 'throttled':
+        // The API server asked everyone to slow down: pause the queue for all replicas.
+        await this.queue.rateLimit(requeue.ms);
+        throw Worker.RateLimitError();
+      case 'backoff':
+      case 'after':
+        // BullMQ runs the job again after `retryDelayMs` of this.
+        throw new RetryLater(why, requeue);
+    }
   }
 
   private async maintain(job: Job): Promise<void> {
