@@ -50,12 +50,60 @@ const ioPackages = [
   'node:fs/promises',
   'node:net',
   'node:http',
+  'node:http2',
+  'node:https',
+  'node:tls',
+  'node:dgram',
   'node:child_process',
   'fs',
+  'fs/promises',
   'net',
   'http',
+  'http2',
+  'https',
+  'tls',
+  'dgram',
   'child_process',
 ];
+
+/**
+ * Which service's code may use which (issue 25), by the `scope:` tag in each project.json. A
+ * service's app composes its own lib and the shared ones; no service reaches into another's, so
+ * the watcher cannot import the syncer and the other way round. `scope:kube` is the Kubernetes
+ * client, used only by the services that talk to the API server.
+ */
+const scopeMayDependOn = {
+  'scope:shared': ['scope:shared'],
+  'scope:kube': ['scope:shared'],
+  'scope:watcher': ['scope:watcher', 'scope:shared'],
+  'scope:syncer': ['scope:syncer', 'scope:kube', 'scope:shared'],
+  'scope:plugin-watcher': ['scope:plugin-watcher', 'scope:watcher', 'scope:shared'],
+  'scope:slice-syncer': ['scope:slice-syncer', 'scope:syncer', 'scope:kube', 'scope:shared'],
+  'scope:registration-api': ['scope:registration-api', 'scope:kube', 'scope:shared'],
+  'scope:example-driver': ['scope:example-driver', 'scope:shared'],
+  // Tooling and test support drive whole services; the `type:` rows keep them out of production.
+  'scope:tooling': ['*'],
+};
+
+/**
+ * What test code may use on top of its project's scope row: tooling, and for the registration
+ * API's removal tests the syncer that withdraws a removed plugin's slices.
+ */
+const scopeTestOnly = {
+  'scope:registration-api': ['scope:syncer'],
+};
+
+/**
+ * Projects that open Redis connections (tag `io:redis`: the BullMQ factories, the state
+ * repositories, the service runtime). The Kubernetes client loads none of them, directly or
+ * through another lib, and neither ioredis nor BullMQ: a Kubernetes tool built on it does not
+ * drag a Redis client in (issue 25).
+ */
+const redisFree = {
+  sourceTag: 'scope:kube',
+  notDependOnLibsWithTags: ['io:redis'],
+  bannedExternalImports: ['ioredis', 'ioredis/*', 'bullmq', 'bullmq/*'],
+};
 
 function depConstraints({ forTestCode }) {
   const extra = forTestCode ? testOnly : [];
@@ -65,6 +113,14 @@ function depConstraints({ forTestCode }) {
       onlyDependOnLibsWithTags: [...new Set([...tags, ...extra])],
       ...(sourceTag === 'type:domain' && !forTestCode ? { bannedExternalImports: ioPackages } : {}),
     })),
+    ...Object.entries(scopeMayDependOn).map(([sourceTag, tags]) => ({
+      sourceTag,
+      onlyDependOnLibsWithTags: [
+        ...tags,
+        ...(forTestCode ? ['scope:tooling', ...(scopeTestOnly[sourceTag] ?? [])] : []),
+      ],
+    })),
+    redisFree,
     { sourceTag: 'scope:shared', notDependOnLibsWithTags: ['type:app'] },
   ];
 }
@@ -84,6 +140,12 @@ const nonProductionRoots = ['apps', 'libs'].flatMap((group) =>
     })
     .map((name) => `${group}/${name}/**`),
 );
+
+/**
+ * The tail of a hand-built Redis key: a colon then a hash tag (`:{`) or a lowercase segment
+ * (`:known-keys`, `:snapshot:`). Text such as `: not YAML` or `:6379` does not match.
+ */
+const keySuffix = '/^:(\\{|[a-z][a-z-]*(:|$))/';
 
 export default [
   {
@@ -150,18 +212,27 @@ export default [
   },
   {
     // libs/state alone names Redis keys (issue 14): every record has one owner, its repository.
-    // A name built elsewhere (`${prefix}:{…}:…`, `${prefix}:known-keys`) bypasses it.
+    // A name built elsewhere (`${prefix}:{…}:…`, `${prefix}:known-keys`, prefix + ':known-keys')
+    // bypasses it.
     basePath: import.meta.dirname,
     files: ['**/*.ts'],
     ignores: [...testCode, ...nonProductionRoots, 'libs/state/**'],
     rules: {
       'no-restricted-syntax': [
         'error',
-        {
-          selector: 'TemplateElement[value.raw=/^:(\\{|[a-z][a-z-]*(:|$))/]',
+        ...[
+          // `${prefix}:known-keys`
+          `TemplateElement[value.raw=${keySuffix}]`,
+          // prefix + ':known-keys', name += ':{id}'
+          `BinaryExpression[operator='+'] > Literal[value=${keySuffix}]`,
+          `AssignmentExpression[operator='+='] > Literal[value=${keySuffix}]`,
+          // prefix.concat(':known-keys')
+          `CallExpression[callee.property.name='concat'] > Literal[value=${keySuffix}]`,
+        ].map((selector) => ({
+          selector,
           message:
             'Redis keys are named in libs/state only: use its repositories (@slicekeeper/state).',
-        },
+        })),
       ],
     },
   },

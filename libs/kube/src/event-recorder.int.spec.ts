@@ -1,6 +1,6 @@
 import { startKubeEmulator } from '@slicekeeper/apiserver';
 import type { RunningKubeEmulator } from '@slicekeeper/apiserver';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { requestJson } from '@slicekeeper/testing';
 import { EventRecorder } from './event-recorder';
 import type { EventOccurrence } from './event-recorder';

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { EventRecorder, microTime } from './event-recorder';
 import type { EventOccurrence, EventRecordOutcome } from './event-recorder';
 import type { EventSeriesWrite, EventWrite } from './kube-event-client';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '@slicekeeper/errors';
-import { systemClock } from '@slicekeeper/runtime';
-import type { Clock, TimerHandle } from '@slicekeeper/runtime';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock, TimerHandle } from '@slicekeeper/time';
 import { kubeErrorCode } from './classify-kube-error';
 import type {
   EventRegarding,

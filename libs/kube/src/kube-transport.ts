@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { isIPv6 } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
@@ -147,23 +148,23 @@ function flatHeaders(headers: http.IncomingHttpHeaders): Record<string, string> 
   return flat;
 }
 
-interface AuthorizationOptions {
-  headers: Record<string, string | number | string[] | undefined>;
-}
-
-type ApplyAuthorizationHeader = (options: AuthorizationOptions) => Promise<void>;
-
 /**
- * client-node's per-request credentials (static token, token file re-read every minute, exec
- * plugins, OIDC refresh). It is public only bundled with a new Agent per request (and a re-read
- * of the CA file), which would cost a TCP and TLS handshake per call; we need it alone.
+ * The current user of `kubeConfig` alone, bound to a placeholder HTTPS cluster, or undefined
+ * without a user. client-node's public `applyToHTTPSOptions` on it gives the credentials of each
+ * request (static token, token file re-read every minute, exec plugins, OIDC refresh,
+ * impersonation) without re-reading the CA and the client certificate, which the transport's
+ * agent already holds. The agent it builds on every call holds no socket and is never used: each
+ * request goes through the transport's one keep-alive agent.
  */
-function authorizationOf(kubeConfig: KubeConfig): ApplyAuthorizationHeader {
-  const method: unknown = Reflect.get(kubeConfig, 'applyAuthorizationHeader');
-  if (typeof method !== 'function') {
-    throw new Error('@kubernetes/client-node has no KubeConfig.applyAuthorizationHeader');
-  }
-  return (options) => (method as ApplyAuthorizationHeader).call(kubeConfig, options);
+function credentialsOf(kubeConfig: KubeConfig): KubeConfig | undefined {
+  const user = kubeConfig.getCurrentUser();
+  if (user === null) return undefined;
+  const credentials = new KubeConfig();
+  credentials.loadFromClusterAndUser(
+    { name: 'credentials', server: 'https://credentials.invalid', skipTLSVerify: false },
+    { ...user, certData: undefined, certFile: undefined, keyData: undefined, keyFile: undefined },
+  );
+  return credentials;
 }
 
 /**
@@ -182,7 +183,7 @@ export class KubeTransport {
   readonly server: string;
   private readonly agent: http.Agent;
   private readonly staticHeaders: Record<string, string> = {};
-  private readonly applyAuthorization: ApplyAuthorizationHeader | undefined;
+  private readonly credentials: KubeConfig | undefined;
 
   constructor(source: KubeconfigSource) {
     try {
@@ -212,16 +213,12 @@ export class KubeTransport {
           ...(cluster.tlsServerName === undefined ? {} : { servername: cluster.tlsServerName }),
         });
       }
-      if (user !== null) {
-        if (user.username !== undefined) {
-          const basic = Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64');
-          this.staticHeaders.Authorization = `Basic ${basic}`;
-        }
-        if (user.impersonateUser !== undefined) {
-          this.staticHeaders['Impersonate-User'] = user.impersonateUser;
-        }
-        this.applyAuthorization = authorizationOf(kubeConfig);
+      // client-node would send a missing password as the text "undefined".
+      if (user?.username !== undefined) {
+        const basic = Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64');
+        this.staticHeaders.Authorization = `Basic ${basic}`;
       }
+      this.credentials = credentialsOf(kubeConfig);
     } catch (error) {
       throw new TerminalError(`load ${describeSource(source)}: ${errorMessage(error)}`, {
         code: 'config',
@@ -324,12 +321,13 @@ export class KubeTransport {
 
   /** The credentials for the next request (a token file is re-read, an exec plugin run, …). */
   private async authorizationHeaders(): Promise<Record<string, string>> {
-    if (this.applyAuthorization === undefined) return {};
-    const options: AuthorizationOptions = { headers: {} };
-    await this.applyAuthorization(options);
+    if (this.credentials === undefined) return {};
+    const options: { headers: OutgoingHttpHeaders } = { headers: {} };
+    await this.credentials.applyToHTTPSOptions(options);
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(options.headers)) {
-      if (value !== undefined) headers[name] = String(value);
+      if (value !== undefined)
+        headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
     }
     return headers;
   }

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import type { KubeRequest, KubeResponse, KubeStream } from './kube-transport';
 import { Reflector } from './reflector';
 import type { ReflectorOptions, ReflectorTransport } from './reflector';

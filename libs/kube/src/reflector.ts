@@ -1,8 +1,8 @@
 import { ApiException } from '@kubernetes/client-node';
 import { SlicekeeperError, errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { Backoff, systemClock } from '@slicekeeper/runtime';
-import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/runtime';
+import { Backoff, systemClock } from '@slicekeeper/time';
+import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/time';
 import { classifyKubeError, responseStatusOf } from './classify-kube-error';
 import type { KubeRequest, KubeTransport } from './kube-transport';
 import { withQuery } from './kube-transport';

@@ -1,7 +1,7 @@
 import { errorMessage, isTerminal } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import { Backoff, systemClock } from '@slicekeeper/runtime';
-import type { Clock } from '@slicekeeper/runtime';
+import { Backoff, systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import { RESOURCE_SLICE_API_VERSION } from '@slicekeeper/slices';
 import type { ResourceSlice } from '@slicekeeper/slices';
 import { classifyKubeError, kubeErrorCode } from './classify-kube-error';

@@ -1,5 +1,5 @@
 import { createMetricsRegistry } from '@slicekeeper/observability';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { AntiEntropy } from './anti-entropy';
 import { silentLogger } from './testing/fakes';
 

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { errorMessage } from '@slicekeeper/errors';
-import { systemClock } from '@slicekeeper/runtime';
-import type { Clock, TimerHandle } from '@slicekeeper/runtime';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock, TimerHandle } from '@slicekeeper/time';
 
 export interface AntiEntropyOptions {
   /** The cache to compare with the server: a full list that replaces it, reporting differences. */

@@ -1,6 +1,6 @@
 import { createMetricsRegistry } from '@slicekeeper/observability';
 import type { ResourceApi, ResourceApiVersion } from '@slicekeeper/kube';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { ResourceApiFollower } from './resource-api-follower';
 import { SyncerMetrics } from './syncer-metrics';
 import { silentLogger } from './testing/fakes';

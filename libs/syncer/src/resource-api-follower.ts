@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import { errorMessage } from '@slicekeeper/errors';
 import { describeResourceApi, resourceGroupVersion } from '@slicekeeper/kube';
 import type { ResourceApi, ResourceApiVersion } from '@slicekeeper/kube';
-import { systemClock } from '@slicekeeper/runtime';
-import type { Clock, TimerHandle } from '@slicekeeper/runtime';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock, TimerHandle } from '@slicekeeper/time';
 import type { SyncerMetrics } from './syncer-metrics';
 
 export interface ResourceApiFollowerOptions {

@@ -3,7 +3,7 @@ import type { ServerWritableStream, ServiceDefinition } from '@grpc/grpc-js';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import { fromDriverInventory, publisher } from '@slicekeeper/proto';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { createGrpcConnector } from './grpc-connector';
 import { PluginStream } from './plugin-stream';
 import type { InventoryStreamHandlers, MessageRejection } from './publisher-connector';

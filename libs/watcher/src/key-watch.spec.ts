@@ -1,4 +1,4 @@
-import { ManualClock, flushPromises } from '@slicekeeper/runtime/testing';
+import { ManualClock, flushPromises } from '@slicekeeper/time/testing';
 import { KeyWatch } from './key-watch';
 import type { KeyWatchOptions } from './key-watch';
 import {

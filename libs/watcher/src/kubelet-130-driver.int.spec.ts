@@ -2,7 +2,7 @@ import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { KUBELET_130_PLUGIN_VERSION } from '@slicekeeper/contracts';
 import { kubeletDra } from '@slicekeeper/proto';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { createGrpcConnector } from './grpc-connector';
 import { PluginStream } from './plugin-stream';
 import { registration, silentLogger } from './testing/fakes';

@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import { parseKeyId } from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
-import { systemClock } from '@slicekeeper/runtime';
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { systemClock } from '@slicekeeper/time';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { LeaseManager } from './lease-manager';
 import { silentLogger } from './testing/fakes';
 

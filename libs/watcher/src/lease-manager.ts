@@ -2,7 +2,7 @@ import type { RedisClient } from '@slicekeeper/queue';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { WatcherLeases } from '@slicekeeper/state';
-import type { Clock, TimerHandle } from '@slicekeeper/runtime';
+import type { Clock, TimerHandle } from '@slicekeeper/time';
 
 export interface LeaseManagerOptions {
   redis: RedisClient;

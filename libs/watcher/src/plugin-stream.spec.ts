@@ -1,4 +1,4 @@
-import { ManualClock } from '@slicekeeper/runtime/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import { PluginStream } from './plugin-stream';
 import type { PluginStreamOptions } from './plugin-stream';
 import { ScriptedConnector, gpus, registration, silentLogger } from './testing/fakes';

@@ -5,7 +5,7 @@ import type { Registration, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { RegistrationStore } from '@slicekeeper/state';
-import type { Clock, TimerHandle } from '@slicekeeper/runtime';
+import type { Clock, TimerHandle } from '@slicekeeper/time';
 
 export interface RegistrationFollowerOptions {
   /** For reads. The blocking follow runs on a duplicate of it, which the follower owns. */

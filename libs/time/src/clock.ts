@@ -6,7 +6,7 @@ export interface TimerHandle {
 
 /**
  * Time as a service sees it. Injected so that backoff, wipe-delay and lease tests run instantly
- * and deterministically (`ManualClock` of `@slicekeeper/runtime/testing`); production uses
+ * and deterministically (`ManualClock` of `@slicekeeper/time/testing`); production uses
  * {@link systemClock}.
  */
 export interface Clock {
