@@ -8,7 +8,8 @@ import { startKubeEmulator } from './start-kube-emulator';
 
 /**
  * Replays, against a fresh emulator per case, every recorded kube-apiserver 1.34 exchange in
- * `<repo root>/../shared/kube-conformance`, and our own cases in the same format in
+ * `<repo root>/../shared/kube-conformance` and `<repo root>/../shared/kube-conformance-more`,
+ * and our own cases in the same format in
  * `libs/apiserver/conformance-cases` (written from the kube-apiserver source of the release the
  * emulator is started as: 1.36 unless a case names another in `release`). A case may only be
  * skipped with a reason in UNSUPPORTED.
@@ -22,6 +23,11 @@ interface Suite {
   release: KubeRelease;
   /** Fewer cases than this means the directory was not found whole. */
   atLeast: number;
+  /**
+   * Whether the recorded cluster ran kube-controller-manager (its garbage collector removes the
+   * `orphan` and `foregroundDeletion` finalizers).
+   */
+  garbageCollection: boolean;
 }
 
 const SUITES: readonly Suite[] = [
@@ -30,12 +36,22 @@ const SUITES: readonly Suite[] = [
     cases: loadCases(resolve(__dirname, '../../../../shared/kube-conformance')),
     release: '1.34',
     atLeast: 49,
+    garbageCollection: true,
+  },
+  {
+    title: 'kube-conformance-more replay',
+    cases: loadCases(resolve(__dirname, '../../../../shared/kube-conformance-more')),
+    release: '1.34',
+    atLeast: 27,
+    // "no garbage collector ran in this recording" (its README, case 06).
+    garbageCollection: false,
   },
   {
     title: 'emulator conformance cases (kube-apiserver 1.36 unless a case says otherwise)',
     cases: loadCases(resolve(__dirname, '../conformance-cases')),
     release: '1.36',
     atLeast: 8,
+    garbageCollection: true,
   },
 ];
 
@@ -73,6 +89,7 @@ for (const suite of SUITES) {
         const running = await startKubeEmulator({
           tokenFile,
           release: testCase.release ?? suite.release,
+          garbageCollection: suite.garbageCollection,
         });
         try {
           const differences = await replayCase(testCase, {

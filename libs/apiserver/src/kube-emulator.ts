@@ -89,6 +89,12 @@ export interface KubeEmulatorOptions {
   /** Delay before the garbage collector acts on a Node deletion, ms. @defaultValue 0 */
   garbageCollectionDelayMs?: number;
   /**
+   * Whether kube-controller-manager's garbage collector runs. Off, the emulator is a
+   * kube-apiserver alone: the `orphan` and `foregroundDeletion` finalizers stay until a client
+   * removes them, and a Node's slices outlive it. @defaultValue true
+   */
+  garbageCollection?: boolean;
+  /**
    * How long an Event lives after its last write, ms (kube-apiserver's `--event-ttl`); expiry is
    * judged by `clock`. @defaultValue 3600000 (1 h)
    */
@@ -171,6 +177,16 @@ function isJsonRange(range: MediaRange): boolean {
 }
 
 /** Picks the response format for a resource request, as the server's content negotiation does. */
+/** Go's `http.NotFound`: a plain-text 404 that is no Status. @returns the code sent */
+function pageNotFound(res: ServerResponse): number {
+  res.writeHead(404, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end('404 page not found\n');
+  return 404;
+}
+
 function negotiate(accept: MediaRange[]): ResponseFormat | undefined {
   for (const range of accept) {
     const as = range.params.get('as');
@@ -307,7 +323,7 @@ export class KubeEmulator {
       featureGates: { ...releaseGateDefaults(this.release), ...options.featureGates },
       sliceLayout: { separateCounterSets: releaseInfo(this.release).minor >= 35 },
       onDeleted: (type, deleted, propagation) => {
-        this.gc.onDeleted(type, deleted, propagation);
+        if (options.garbageCollection !== false) this.gc.onDeleted(type, deleted, propagation);
       },
       openStreams: this.openStreams,
       eventTtlMs: this.eventTtlMs,
@@ -604,7 +620,13 @@ export class KubeEmulator {
         code = this.nonResource(method, path, accept, res);
         return;
       }
-      if (route === undefined) throw apiErrors.pathNotFound();
+      if (route === undefined) {
+        if (this.unservedGroup(path)) {
+          code = pageNotFound(res);
+          return;
+        }
+        throw apiErrors.pathNotFound();
+      }
       if (verb === undefined) throw apiErrors.methodNotAllowed();
       // Across namespaces, a namespaced collection is only listed and watched.
       if (route.type.namespaced && route.namespace === '' && verb !== 'list' && verb !== 'watch')
@@ -743,7 +765,21 @@ export class KubeEmulator {
       const list = apiResourceList(`${parts[1] ?? ''}/${parts[2] ?? ''}`, this.release);
       if (list !== undefined) return send(list);
     }
+    if (this.unservedGroup(trimmed)) return pageNotFound(res);
     throw apiErrors.pathNotFound();
+  }
+
+  /**
+   * Whether a path names an API group this server does not serve: no group's handler claims it,
+   * so it reaches the handler chain's last resort, the mux's NotFound.
+   */
+  private unservedGroup(path: string): boolean {
+    const parts = path.split('/').filter((p) => p !== '');
+    return (
+      parts[0] === 'apis' &&
+      parts.length >= 2 &&
+      apiGroup(parts[1] ?? '', this.release) === undefined
+    );
   }
 
   private emulatorRoute(

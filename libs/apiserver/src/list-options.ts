@@ -1,6 +1,8 @@
+import { posix } from 'node:path';
 import { apiErrors } from './api-error';
 import { FieldPath, fieldError } from './field-errors';
 import type { FieldError } from './field-errors';
+import { goJsonSyntaxError } from './go-json';
 import type { ApiRequest } from './handler-context';
 import { isJsonObject } from './object-schema';
 import type { JsonObject, JsonValue } from './object-schema';
@@ -136,23 +138,55 @@ export function encodeContinue(rv: number, after: string): string {
   ).toString('base64url');
 }
 
+/**
+ * Go's `base64.RawURLEncoding.DecodeString`, with its error: the index of the first byte that is
+ * not in the URL alphabet (padding included), or of the last one when a single character is left
+ * over at the end.
+ */
+function decodeRawBase64Url(text: string): Buffer | string {
+  const bad = /[^A-Za-z0-9_-]/.exec(text);
+  if (bad !== null) return `illegal base64 data at input byte ${bad.index}`;
+  if (text.length % 4 === 1) return `illegal base64 data at input byte ${text.length - 1}`;
+  return Buffer.from(text, 'base64url');
+}
+
+/** Go's `path.Clean` of an absolute path. */
+function cleanPath(key: string): string {
+  const cleaned = posix.normalize(key);
+  return cleaned.length > 1 && cleaned.endsWith('/') ? cleaned.slice(0, -1) : cleaned;
+}
+
+/**
+ * `storage.DecodeContinue` (`staging/src/k8s.io/apiserver/pkg/storage/continue.go`), its errors
+ * wrapped as the store's `GetList` wraps them. @throws ApiError 400
+ */
 export function decodeContinue(token: string): { rv: number; after: string } {
   const invalid = (why: string) =>
-    apiErrors.badRequest(`invalid continue token: continue key is not valid: ${why}`);
-  let parsed: unknown;
+    apiErrors.badRequest(`invalid continue token: continue key is not valid${why}`);
+  const data = decodeRawBase64Url(token);
+  if (typeof data === 'string') throw invalid(`: ${data}`);
+  const text = data.toString('utf8');
+  let parsed: JsonValue;
   try {
-    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch (error) {
-    throw invalid(error instanceof Error ? error.message : 'malformed');
+    parsed = JSON.parse(text) as JsonValue;
+  } catch {
+    throw invalid(`: ${goJsonSyntaxError(text)}`);
   }
-  if (!isJsonObject(parsed as JsonValue) || (parsed as JsonObject).v !== 'meta.k8s.io/v1') {
-    throw invalid('server does not recognize this encoded version');
+  if (!isJsonObject(parsed)) {
+    const got = Array.isArray(parsed) ? 'array' : parsed === null ? 'null' : typeof parsed;
+    if (got !== 'null')
+      throw invalid(`: json: cannot unmarshal ${got} into Go value of type storage.continueToken`);
   }
-  const obj = parsed as JsonObject;
+  const obj: JsonObject = isJsonObject(parsed) ? parsed : {};
+  const version = typeof obj.v === 'string' ? obj.v : '';
+  if (version !== 'meta.k8s.io/v1')
+    throw invalid(`: server does not recognize this encoded version ${version}`);
   const rv = typeof obj.rv === 'number' ? obj.rv : 0;
   const start = typeof obj.start === 'string' ? obj.start : '';
-  if (rv === 0) throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
-  if (!start.startsWith('/') || start.length < 2) throw invalid('continue key is not valid');
-  const key = start.slice(1);
-  return { rv, after: key.endsWith('\u0000') ? key.slice(0, -1) : key };
+  if (rv === 0) throw invalid(': incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (start === '') throw invalid(': encoded start key empty (version meta.k8s.io/v1)');
+  const key = start.startsWith('/') ? start : `/${start}`;
+  if (cleanPath(key) !== key) throw invalid(`: ${start}`);
+  const after = key.slice(1);
+  return { rv, after: after.endsWith('\u0000') ? after.slice(0, -1) : after };
 }

@@ -10,6 +10,7 @@ import {
   wireSchema,
 } from './handler-context';
 import type { ApiRequest, ApiResult, HandlerContext } from './handler-context';
+import { goJsonSyntaxError } from './go-json';
 import {
   conflictReport,
   decodeManagedFields,
@@ -26,20 +27,79 @@ import { updateObject } from './update-handler';
 
 /** Patch: JSON merge patch, JSON patch, strategic merge patch and server-side apply. */
 
+const PATCH_TYPES = [
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/strategic-merge-patch+json',
+  'application/apply-patch+yaml',
+];
+
+/** Go's name for the JSON type of a value, as `json: cannot unmarshal <type>` prints it. */
+function goJsonType(value: JsonValue): string {
+  if (Array.isArray(value)) return 'array';
+  if (value === null) return 'null';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
+/**
+ * The patch document, with the error each patch type's decoder gives for one it cannot read
+ * (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`): merge and JSON patches are
+ * read strictly unless `fieldValidation=Ignore` ("error decoding patch: …"), then by the
+ * json-patch library ("Invalid JSON Patch", or Go's error); a strategic merge patch gives Go's
+ * error as it is; an apply configuration "error decoding YAML: …". @throws ApiError 400
+ */
+function decodePatchDocument(req: ApiRequest, validation: FieldValidation): JsonValue {
+  const strict = validation !== 'Ignore';
+  if (req.contentType === 'application/apply-patch+yaml') {
+    try {
+      return parseBody(req.body, req.contentType, req.type.kind);
+    } catch (error) {
+      if (error instanceof ApiError)
+        throw apiErrors.badRequest(`error decoding YAML: ${error.message}`);
+      throw error;
+    }
+  }
+  const text = req.body.toString('utf8');
+  let doc: JsonValue;
+  try {
+    doc = JSON.parse(text) as JsonValue;
+  } catch {
+    const syntax = goJsonSyntaxError(text);
+    if (strict && req.contentType !== 'application/strategic-merge-patch+json')
+      throw apiErrors.badRequest(`error decoding patch: ${syntax}`);
+    if (req.contentType === 'application/merge-patch+json')
+      throw apiErrors.badRequest('Invalid JSON Patch');
+    throw apiErrors.badRequest(syntax);
+  }
+  const type = goJsonType(doc);
+  if (req.contentType === 'application/json-patch+json') {
+    if (strict && type !== 'array' && type !== 'null')
+      throw apiErrors.badRequest(
+        `error decoding patch: json: cannot unmarshal ${type} into Go value of type []handlers.jsonPatchOp`,
+      );
+    return doc;
+  }
+  const intoMap = `json: cannot unmarshal ${type} into Go value of type map[string]interface {}`;
+  if (type === 'object' || type === 'null') return doc;
+  if (req.contentType === 'application/strategic-merge-patch+json')
+    throw apiErrors.badRequest(intoMap);
+  if (strict) throw apiErrors.badRequest(`error decoding patch: ${intoMap}`);
+  return doc;
+}
+
 export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
-  const patchTypes = [
-    'application/json-patch+json',
-    'application/merge-patch+json',
-    'application/strategic-merge-patch+json',
-    'application/apply-patch+yaml',
-  ];
-  if (!patchTypes.includes(req.contentType)) throw apiErrors.unsupportedMediaType(patchTypes);
+  // The route takes only the patch types (go-restful's `Consumes`), so any other body is refused
+  // by go-restful itself, before the handler, with its own text and no details.
+  if (!PATCH_TYPES.includes(req.contentType))
+    throw new ApiError(415, 'UnsupportedMediaType', '415: Unsupported Media Type', {});
   const isApply = req.contentType === 'application/apply-patch+yaml';
   checkOptions(req, 'PatchOptions', isApply);
   const validation = fieldValidation(req);
-  const patchDoc = parseBody(req.body, req.contentType, req.type.kind);
-  if (isApply) return apply(ctx, req, patchDoc, validation);
+  if (isApply) return apply(ctx, req, decodePatchDocument(req, validation), validation);
+  // The patch is read inside the storage update, once the object is found.
   const live = existingObject(ctx, req);
+  const patchDoc = decodePatchDocument(req, validation);
   // A patch applies to the object in the request's version.
   const base = view(req, live).object;
   let patched: JsonValue;

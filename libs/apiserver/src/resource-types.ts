@@ -378,9 +378,19 @@ export const resourceSliceType: ResourceType = {
   validateUpdate: validateResourceSliceUpdate,
   columns: [
     NAME_COLUMN,
-    column('Node', 'NodeName identifies the node which provides the resources in this pool.'),
-    column('Driver', 'Driver identifies the DRA driver providing the capacity information.'),
-    column('Pool', 'Name is used to identify the pool.'),
+    // The printer (pkg/printers/internalversion) describes each column with the v1 field's doc, whole.
+    column(
+      'Node',
+      'NodeName identifies the node which provides the resources in this pool. A field selector can be used to list only ResourceSlice objects belonging to a certain node.\n\nThis field can be used to limit access from nodes to ResourceSlices with the same node name. It also indicates to autoscalers that adding new nodes of the same type as some old node might also make new resources available.\n\nExactly one of NodeName, NodeSelector, AllNodes, and PerDeviceNodeSelection must be set. This field is immutable.',
+    ),
+    column(
+      'Driver',
+      'Driver identifies the DRA driver providing the capacity information. A field selector can be used to list only ResourceSlice objects with a certain driver name.\n\nMust be a DNS subdomain and should end with a DNS domain owned by the vendor of the driver. This field is immutable.',
+    ),
+    column(
+      'Pool',
+      'Name is used to identify the pool. For node-local devices, this is often the node name, but this is not required.\n\nIt must not be longer than 253 characters and must consist of one or more DNS sub-domains separated by slashes. This field is immutable.',
+    ),
     AGE_COLUMN,
   ],
   cells(obj, nowMs) {

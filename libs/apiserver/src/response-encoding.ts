@@ -7,9 +7,12 @@ import { StoredObject } from './object-store';
 /**
  * How stored objects leave the server: in the request's version, as the object itself, a
  * `meta.k8s.io/v1` Table (what `kubectl get` prints) or PartialObjectMetadata.
+ *
+ * Every one of them is sent as `Content-Type: application/json`, whatever `as=` the client asked
+ * for: kube-apiserver's `transformResponseObject` writes with `WriteObjectNegotiated(…,
+ * listGVKInContentType=false)`, which names only the serializer's media type
+ * (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/writers.go`).
  */
-
-export const TABLE_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 
 export function partialMetadata(stored: StoredObject): JsonObject {
   return {
@@ -76,17 +79,11 @@ export function render(
         code,
         JSON.stringify(table(ctx, req, [hubStored], { resourceVersion: rv })),
         warnings,
-        TABLE_TYPE,
+        JSON_TYPE,
         rv,
       );
     case 'metadata':
-      return ok(
-        code,
-        JSON.stringify(partialMetadata(stored)),
-        warnings,
-        'application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io',
-        rv,
-      );
+      return ok(code, JSON.stringify(partialMetadata(stored)), warnings, JSON_TYPE, rv);
     default:
       return ok(code, stored.json, warnings, JSON_TYPE, rv);
   }
@@ -99,8 +96,7 @@ export function renderList(
   items: readonly StoredObject[],
   listMeta: JsonObject,
 ): ApiResult {
-  if (req.format === 'table')
-    return ok(200, JSON.stringify(table(ctx, req, items, listMeta)), [], TABLE_TYPE);
+  if (req.format === 'table') return ok(200, JSON.stringify(table(ctx, req, items, listMeta)));
   if (req.format === 'metadata') {
     return ok(
       200,
@@ -110,8 +106,6 @@ export function renderList(
         metadata: listMeta,
         items: items.map((s) => partialMetadata(s)),
       }),
-      [],
-      'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io',
     );
   }
   const head = JSON.stringify({

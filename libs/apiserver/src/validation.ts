@@ -346,7 +346,19 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
   }
   if (set === 0) errs.push(fieldError.required(path, 'exactly one value must be specified'));
   else if (set > 1)
-    errs.push(fieldError.invalid(path, attribute, 'exactly one value must be specified'));
+    errs.push(
+      fieldError.invalid(
+        path,
+        // The value printed is the internal Go struct, which has no JSON tags.
+        {
+          IntValue: attribute.int ?? null,
+          BoolValue: attribute.bool ?? null,
+          StringValue: attribute.string ?? null,
+          VersionValue: attribute.version ?? null,
+        },
+        'exactly one value must be specified',
+      ),
+    );
   return errs;
 }
 

@@ -15,7 +15,7 @@ import { normalize } from './object-schema';
 import type { JsonObject } from './object-schema';
 import { ExpiredError } from './object-store';
 import type { EventType, StoredObject, WatchSink } from './object-store';
-import { TABLE_TYPE, partialMetadata, table, view } from './response-encoding';
+import { partialMetadata, table, view } from './response-encoding';
 
 /**
  * Watch: the initial events or the replay from a resourceVersion, then live events, bookmarks
@@ -133,8 +133,8 @@ export function watch(ctx: HandlerContext, req: ApiRequest): WatchResult | Promi
 }
 
 function stream(ctx: HandlerContext, req: ApiRequest, res: ServerResponse, plan: StreamPlan): void {
-  const contentType = req.format === 'table' ? TABLE_TYPE : JSON_TYPE;
-  res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private' });
+  // A watch's stream serializer is JSON's, whatever `as=` was asked for (`serveWatch`).
+  res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Cache-Control': 'no-cache, private' });
   // Clients (informers) wait for the headers before they consider the watch established.
   res.flushHeaders();
   ctx.openStreams.add(res);
