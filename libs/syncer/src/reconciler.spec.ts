@@ -1,3 +1,4 @@
+import { MAX_STATUS_PROBLEMS, syncStatusSchema } from '@slicekeeper/contracts';
 import type { Device, InventorySnapshot, SyncReason } from '@slicekeeper/contracts';
 import { Registry } from 'prom-client';
 import { CorruptRecordError } from '@slicekeeper/state';
@@ -312,6 +313,23 @@ describe('Reconciler', () => {
       expect(refused.status?.outcome).toBe('invalid');
       expect(refused.status?.problems?.[0]?.field).toMatch(/devices\[0\]\.name$/);
       expect(records.announced.map((s) => s.outcome)).toEqual(['synced', 'invalid']);
+    });
+
+    it('keeps the status of 10,000 invalid devices small: the first problems and a count', async () => {
+      const { records, sync } = setup();
+      const devices = Array.from({ length: 10_000 }, (_, i) => ({
+        ...gpu(i),
+        name: `GPU ${'x'.repeat(1000)} ${i}`,
+      }));
+      records.records.snapshot = snapshot(1, devices);
+      const { status } = await sync();
+      expect(status?.outcome).toBe('invalid');
+      expect(status?.problems).toHaveLength(MAX_STATUS_PROBLEMS);
+      expect((status?.problems?.length ?? 0) + (status?.problemsOmitted ?? 0)).toBeGreaterThan(
+        10_000,
+      );
+      expect(syncStatusSchema.parse(status)).toEqual(status);
+      expect(Buffer.byteLength(JSON.stringify(status))).toBeLessThanOrEqual(64 * 1024);
     });
   });
 });

@@ -48,7 +48,7 @@ const PROBLEM_STREAMS = new Set(['backoff', 'unimplemented', 'wiped']);
  *     outcome: string, snapshotGeneration: number, slices: string[],
  *     pools: { name: string, generation: number, sliceCount: number, devices: number }[],
  *     error?: string, attempt: number, finishedAt: string, droppedFields?: string[],
- *     problems?: { field: string, message: string }[], api?: string,
+ *     problems?: { field: string, message: string }[], problemsOmitted?: number, api?: string,
  *     taints?: {
  *       unreachable?: string, unhealthy: number, healthUnknown: number, notApplied?: string
  *     }
@@ -575,6 +575,9 @@ function syncFacts(item, now) {
         text(`: ${withoutPrefix(problem.message, `${problem.field}: `)}`),
       );
       entries.append(entry);
+    }
+    if (sync.problemsOmitted !== undefined) {
+      entries.append(part('li', 'more', `… and ${sync.problemsOmitted} more`));
     }
     facts.push(entries);
   }
