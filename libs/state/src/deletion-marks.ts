@@ -1,5 +1,7 @@
 import type { RedisClient } from '@slicekeeper/queue';
 import type { SliceKey } from '@slicekeeper/contracts';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
@@ -7,8 +9,8 @@ export interface DeletionMarksOptions {
   redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
-  /** ms since the epoch. @defaultValue Date.now */
-  now?: () => number;
+  /** @defaultValue `systemClock` */
+  clock?: Pick<Clock, 'now'>;
   /**
    * How long a mark lasts, ms: far longer than a watch takes to deliver a deletion, as the
    * syncer's mutation cache keeps its own writes. @defaultValue 60000
@@ -28,20 +30,20 @@ export interface DeletionMarksOptions {
 export class DeletionMarks {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly ttlMs: number;
 
   constructor(options: DeletionMarksOptions) {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
     this.ttlMs = options.ttlMs ?? 60_000;
   }
 
   /** Marks slices of `key` about to be deleted; expired marks of the key go in the same step. */
   async mark(key: SliceKey, uids: readonly string[]): Promise<void> {
     if (uids.length === 0) return;
-    const now = this.now();
+    const now = this.clock.now();
     const record = this.keys.deletedSlices(key);
     const members = uids.flatMap((uid) => [now + this.ttlMs, uid]);
     const replies = await this.redis
@@ -57,6 +59,6 @@ export class DeletionMarks {
   /** Whether a slice of `key` with this UID was marked by a replica and its mark still holds. */
   async has(key: SliceKey, uid: string): Promise<boolean> {
     const expiry = await this.redis.zscore(this.keys.deletedSlices(key), uid);
-    return expiry !== null && Number(expiry) > this.now();
+    return expiry !== null && Number(expiry) > this.clock.now();
   }
 }

@@ -56,7 +56,7 @@ describe('Reconciler', () => {
       logger: silentLogger,
       metrics: new SyncerMetrics(registry),
       // 1.5 s after the snapshot arrived.
-      now: () => new Date('2026-11-24T12:00:01.500Z'),
+      clock: { now: () => Date.parse('2026-11-24T12:00:01.500Z') },
       events: { report: (input) => told.push(input) },
     });
     const sync = (reason: SyncReason) =>

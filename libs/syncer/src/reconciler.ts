@@ -28,6 +28,8 @@ import type {
   SyncPlan,
 } from '@slicekeeper/slices';
 import type { SyncTurn } from '@slicekeeper/state';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import type { Requeue } from './backoff';
 import { readDesired, readableStreamState, unreachable } from './desired-state';
 import type { KeyEventInput } from './key-events';
@@ -69,8 +71,8 @@ export interface ReconcilerOptions {
   deletions?: SliceApplierOptions['deletions'];
   metrics?: SyncerMetrics;
   logger: Logger;
-  /** Injected for tests. @defaultValue `() => new Date()` */
-  now?: () => Date;
+  /** Injected for tests. @defaultValue `systemClock` */
+  clock?: Pick<Clock, 'now'>;
   /** Re-plan this many times after a 409 before retrying with backoff. @defaultValue 3 */
   conflictRetries?: number;
   /**
@@ -142,7 +144,8 @@ export class Reconciler {
   private readonly report: SyncReport;
 
   constructor(private readonly options: ReconcilerOptions) {
-    this.now = options.now ?? (() => new Date());
+    const clock = options.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.applier = new SliceApplier({
       cluster: options.cluster,
       api: options.api,
