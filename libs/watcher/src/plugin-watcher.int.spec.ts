@@ -100,11 +100,14 @@ describe('PluginWatcher (Redis + gRPC)', () => {
     return raw === null ? undefined : inventorySnapshotSchema.parse(JSON.parse(raw));
   }
 
+  /** What the syncer's finish records of `generation` (see `SyncTurn.finish`). */
   async function syncedAt(node: string, generation: number): Promise<void> {
+    const keys = redisKeys(prefix);
     await redis.set(
-      redisKeys(prefix).syncStatus({ node, driver: DRIVER }),
+      keys.syncStatus({ node, driver: DRIVER }),
       JSON.stringify({ outcome: 'synced', snapshotGeneration: generation }),
     );
+    await redis.set(keys.syncedGeneration({ node, driver: DRIVER }), String(generation));
   }
 
   async function streamState(node: string) {
