@@ -1,7 +1,7 @@
 import type { RedisOptions } from 'ioredis';
 import type { RedisClient } from '@slicekeeper/queue';
 import { SyncQueue } from '@slicekeeper/queue';
-import type { RedisFactory } from '@slicekeeper/runtime';
+import type { RedisFactory } from '@slicekeeper/queue';
 
 /**
  * ioredis options of a connection that serves HTTP requests: fail at once while Redis is down

@@ -1,7 +1,7 @@
 export { createLogger } from './logger';
 export type { LevelWithSilent, Logger, LoggerOptions } from './logger';
-export { logRedisOutages } from './log-redis-outages';
-export type { RedisOutageLog, RedisOutageLogOptions } from './log-redis-outages';
+export { RedisOutageLog } from './log-redis-outages';
+export type { RedisOutageLogOptions } from './log-redis-outages';
 export { createMetricsRegistry } from './metrics';
 export { ProbeServer } from './probe-server';
 export type { ProbeServerOptions, ReadinessCheck } from './probe-server';

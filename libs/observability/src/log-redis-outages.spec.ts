@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { createLogger } from './logger';
-import { logRedisOutages } from './log-redis-outages';
+import { RedisOutageLog } from './log-redis-outages';
 
 /** A logger whose lines are parsed into `lines`. */
 function capturedLogger() {
@@ -16,16 +16,34 @@ function capturedLogger() {
 }
 
 const refused = () => new Error('connect ECONNREFUSED 127.0.0.1:6379');
+const lostLock = new Error('Missing lock for job 7. moveToFinished');
 const messages = (lines: Record<string, unknown>[]) => lines.map((line) => line.msg);
 
-describe('logRedisOutages', () => {
-  it('logs one line when an outage starts and one when the connection is ready again', () => {
-    const { lines, logger } = capturedLogger();
+describe('RedisOutageLog', () => {
+  let clock: number;
+  let lines: Record<string, unknown>[];
+  let log: RedisOutageLog;
+  let changes: string[];
+
+  beforeEach(() => {
+    clock = 1_000;
+    changes = [];
+    const captured = capturedLogger();
+    lines = captured.lines;
+    log = new RedisOutageLog({
+      logger: captured.logger,
+      now: () => clock,
+      onChange: (connection, up) => changes.push(`${connection} ${up ? 'up' : 'down'}`),
+    });
+  });
+
+  it('logs one line when an outage starts and one, with its length and count, when it ends', () => {
     const client = new EventEmitter();
-    logRedisOutages({ logger, sources: [client], fields: { connection: 'api' } });
+    log.watch('api', client);
 
     client.emit('ready');
     for (let attempt = 0; attempt < 5; attempt++) client.emit('error', refused());
+    clock += 6_500;
     client.emit('ready');
 
     expect(lines).toEqual([
@@ -35,15 +53,21 @@ describe('logRedisOutages', () => {
         err: 'connect ECONNREFUSED 127.0.0.1:6379',
         msg: 'redis unavailable',
       }),
-      expect.objectContaining({ level: 30, connection: 'api', msg: 'redis reconnected' }),
+      expect.objectContaining({
+        level: 30,
+        durationMs: 6_500,
+        suppressedErrors: 4,
+        connections: ['api'],
+        msg: 'redis reconnected',
+      }),
     ]);
     expect(lines[0]).not.toHaveProperty('stack');
+    expect(changes).toEqual(['api down', 'api up']);
   });
 
   it('logs each outage once', () => {
-    const { lines, logger } = capturedLogger();
     const client = new EventEmitter();
-    logRedisOutages({ logger, sources: [client] });
+    log.watch('api', client);
 
     for (let outage = 0; outage < 3; outage++) {
       client.emit('error', refused());
@@ -61,24 +85,72 @@ describe('logRedisOutages', () => {
     ]);
   });
 
-  it('treats every source as one connection: a queue re-emitting its client errors adds nothing', () => {
-    const { lines, logger } = capturedLogger();
-    const client = new EventEmitter();
+  it('logs one outage for all the connections of the process, over when the last is back', () => {
+    const main = new EventEmitter();
+    const pipelines = new EventEmitter();
     const queue = new EventEmitter();
-    logRedisOutages({ logger, sources: [client, queue] });
+    const worker = new EventEmitter();
+    log.watch('syncer', main);
+    log.watch('syncer-sync', pipelines);
+    log.addErrorSources('syncer', () => true, queue, worker);
 
-    client.emit('error', refused());
+    main.emit('error', refused());
+    pipelines.emit('error', refused());
     queue.emit('error', refused());
-    queue.emit('error', refused());
+    worker.emit('error', refused());
+    main.emit('ready');
+    expect(messages(lines)).toEqual(['redis unavailable']);
+    clock += 2_000;
+    pipelines.emit('ready');
+
+    expect(lines[1]).toEqual(
+      expect.objectContaining({
+        msg: 'redis reconnected',
+        durationMs: 2_000,
+        suppressedErrors: 3,
+        connections: ['syncer', 'syncer-sync'],
+      }),
+    );
+  });
+
+  it("starts an outage from a queue's connection error, which the connection's ready ends", () => {
+    const client = new EventEmitter();
+    const worker = new EventEmitter();
+    log.watch('syncer', client);
+    log.addErrorSources('syncer', () => true, worker);
+
+    worker.emit('error', refused());
     client.emit('ready');
 
     expect(messages(lines)).toEqual(['redis unavailable', 'redis reconnected']);
   });
 
-  it('says nothing on the first connect', () => {
-    const { lines, logger } = capturedLogger();
+  it('logs any other error of a queue as an error, not an outage', () => {
     const client = new EventEmitter();
-    logRedisOutages({ logger, sources: [client] });
+    const worker = new EventEmitter();
+    log.watch('syncer', client);
+    log.addErrorSources('syncer', (error) => error !== lostLock, worker);
+
+    worker.emit('error', lostLock);
+    client.emit('error', refused());
+    worker.emit('error', refused());
+    client.emit('ready');
+
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        connection: 'syncer',
+        err: 'Missing lock for job 7. moveToFinished',
+        msg: 'redis error',
+      }),
+      expect.objectContaining({ level: 50, msg: 'redis unavailable' }),
+      expect.objectContaining({ level: 30, msg: 'redis reconnected', suppressedErrors: 1 }),
+    ]);
+  });
+
+  it('says nothing on the first connect', () => {
+    const client = new EventEmitter();
+    log.watch('api', client);
 
     client.emit('ready');
     client.emit('ready');
@@ -86,46 +158,34 @@ describe('logRedisOutages', () => {
     expect(lines).toEqual([]);
   });
 
-  it('is the error listener of its sources, so that nothing reaches stderr', () => {
-    const { logger } = capturedLogger();
+  it('is the error listener of what it watches, so that nothing reaches stderr', () => {
     const client = new EventEmitter();
-    logRedisOutages({ logger, sources: [client] });
+    const queue = new EventEmitter();
+    log.watch('api', client);
+    log.addErrorSources('api', () => false, queue);
 
     // An EventEmitter without an error listener throws what it emits.
     expect(() => client.emit('error', refused())).not.toThrow();
+    expect(() => queue.emit('error', refused())).not.toThrow();
   });
 
   it('stops listening when detached', () => {
-    const { lines, logger } = capturedLogger();
     const client = new EventEmitter();
-    const log = logRedisOutages({ logger, sources: [client] });
+    const queue = new EventEmitter();
+    log.watch('api', client);
+    log.addErrorSources('api', () => false, queue);
 
     log.detach();
 
     expect(client.listenerCount('error')).toBe(0);
     expect(client.listenerCount('ready')).toBe(0);
+    expect(queue.listenerCount('error')).toBe(0);
     expect(lines).toEqual([]);
   });
 
-  it('counts a source added later as one more emitter of the same connection', () => {
-    const { lines, logger } = capturedLogger();
-    const client = new EventEmitter();
-    const log = logRedisOutages({ logger, sources: [client] });
-    client.emit('error', refused());
-
-    const worker = new EventEmitter();
-    log.add(worker, client);
-    worker.emit('error', refused());
-    client.emit('ready');
-
-    expect(messages(lines)).toEqual(['redis unavailable', 'redis reconnected']);
-    expect(client.listenerCount('error')).toBe(1);
-  });
-
   it('logs what was thrown when it is not an Error', () => {
-    const { lines, logger } = capturedLogger();
     const client = new EventEmitter();
-    logRedisOutages({ logger, sources: [client] });
+    log.watch('api', client);
 
     client.emit('error', 'NOAUTH Authentication required');
 

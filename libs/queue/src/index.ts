@@ -3,6 +3,8 @@ export type { PipelineReply } from './lua-script';
 export { oldestReadyJobTimestamp } from './oldest-ready-job';
 export { createRedisConnection } from './redis-connection';
 export type { RedisClient, RedisConnectionOptions } from './redis-connection';
+export { RedisConnections } from './redis-connections';
+export type { RedisConnectionsOptions, RedisFactory } from './redis-connections';
 export { redisHealth } from './redis-health';
 export { SYNC_ATTEMPTS, SYNC_BACKOFF_TYPE, SyncQueue, syncJobOptions } from './sync-queue';
 export type { SyncQueueOptions } from './sync-queue';

@@ -1,5 +1,3 @@
-export { RedisConnections } from './redis-connections';
-export type { RedisConnectionsOptions, RedisFactory } from './redis-connections';
 export { runService } from './run-service';
 export type {
   Closable,

@@ -92,8 +92,8 @@ describe('runService with Redis', () => {
     ]);
     expect(lines('redis unavailable')[0]?.err).toMatch(/ECONNREFUSED|ECONNRESET|closed/);
     expect(lines('redis reconnected')).toEqual([
-      expect.objectContaining({ level: 30, connection: 'test-worker' }),
-      expect.objectContaining({ level: 30, connection: 'test-worker' }),
+      expect.objectContaining({ level: 30, connections: ['test-worker'] }),
+      expect.objectContaining({ level: 30, connections: ['test-worker'] }),
     ]);
     expect(rawErrors.filter((text) => /redis|ECONN|\n\s+at /i.test(text))).toEqual([]);
 

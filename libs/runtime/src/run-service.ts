@@ -10,8 +10,8 @@ import {
   installShutdown,
 } from '@slicekeeper/observability';
 import type { LevelWithSilent, Logger, ReadinessCheck } from '@slicekeeper/observability';
-import { RedisConnections } from './redis-connections';
-import type { RedisFactory } from './redis-connections';
+import { RedisConnections } from '@slicekeeper/queue';
+import type { RedisFactory } from '@slicekeeper/queue';
 
 /** The settings every service has, under the names its config schema gives them. */
 export interface ServiceConfig extends RedisEnv {

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import type { RedisClient } from '@slicekeeper/queue';
@@ -11,7 +12,7 @@ import type { NodeConditionJob } from './node-condition-queue';
 import type { NodeConditionReconciler } from './node-condition-reconciler';
 
 export interface NodeConditionWorkerOptions {
-  /** A dedicated connection: the worker blocks on it while waiting for jobs. */
+  /** The worker's connection; BullMQ blocks on a copy of it while waiting for jobs. */
   connection: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
@@ -58,6 +59,11 @@ export class NodeConditionWorker {
       this.options.logger.error({ err: errorMessage(error) }, 'node condition worker stopped');
     });
     return this.worker.waitUntilReady().then(() => undefined);
+  }
+
+  /** The BullMQ objects whose errors are their connection's, for the process's outage log. */
+  get errorSources(): readonly EventEmitter[] {
+    return [this.worker];
   }
 
   /** Stops taking jobs, waits for the running ones, and closes. Idempotent. */

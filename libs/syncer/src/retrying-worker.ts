@@ -8,7 +8,7 @@ import { retryDelayMs } from './backoff';
 import type { BackoffPolicy } from './backoff';
 
 export interface RetryingWorkerOptions {
-  /** A dedicated connection: the worker blocks on it while waiting for jobs. */
+  /** The worker's connection; BullMQ blocks on a copy of it while waiting for jobs. */
   connection: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
@@ -50,6 +50,9 @@ export function retryingWorker<T>(
     },
   });
   worker.on('error', (error) => {
+    // Unless routed to the process's outage log (`RedisConnections.addErrorSources`), which
+    // logs an outage once rather than each reconnect attempt.
+    if (worker.listenerCount('error') > 1) return;
     options.logger.error({ err: errorMessage(error) }, `${what} error`);
   });
   return worker;

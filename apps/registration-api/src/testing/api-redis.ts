@@ -1,7 +1,7 @@
 import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from '@slicekeeper/observability';
 import type { SyncQueue } from '@slicekeeper/queue';
-import { RedisConnections } from '@slicekeeper/runtime';
+import { RedisConnections } from '@slicekeeper/queue';
 import { openApiConnection } from '../api-redis';
 import type { ApiConnection } from '../api-redis';
 
