@@ -103,7 +103,7 @@ void runService({
       cache: cluster,
       intervalMs: config.RELIST_INTERVAL,
       logger,
-      registry,
+      metrics,
     });
     const writeLimiter = new WriteRateLimiter({
       redis: syncConnection,
@@ -150,7 +150,7 @@ void runService({
       logger,
       resyncIntervalMs: config.RESYNC_INTERVAL,
       orphanGraceMs: config.ORPHAN_GRACE,
-      registry,
+      metrics,
     });
     // Follows the API server through upgrades: a newly served version is used without a restart.
     const follower = new ResourceApiFollower({

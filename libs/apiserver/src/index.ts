@@ -1,7 +1,7 @@
 export { startKubeEmulator } from './start-kube-emulator';
 export type { RunningKubeEmulator, StartKubeEmulatorOptions } from './start-kube-emulator';
 export { KubeEmulator } from './kube-emulator';
-export type { Clock, EmulatorLogger, KubeEmulatorOptions, ResetOptions } from './kube-emulator';
+export type { EmulatorLogger, KubeEmulatorOptions, ResetOptions } from './kube-emulator';
 export type {
   CountersSnapshot,
   FaultSpec,

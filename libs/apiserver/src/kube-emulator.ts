@@ -3,6 +3,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { stringify as toYaml } from 'yaml';
 import { z } from 'zod';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import { ApiError, apiErrors } from './api-error';
 import {
   aggregatedDiscovery,
@@ -44,12 +46,6 @@ import {
 } from './token-auth';
 import type { User, Verb } from './token-auth';
 
-/** Where the emulator reads the time (creation timestamps, managed fields, Age). */
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-}
-
 /** The subset of a pino logger the emulator writes to. */
 export interface EmulatorLogger {
   debug(obj: object, msg: string): void;
@@ -69,8 +65,11 @@ export interface KubeEmulatorOptions {
   tokenFile?: string;
   /** Change events kept for watches that resume and for older list versions. @defaultValue 10000 */
   historySize?: number;
-  /** @defaultValue the system clock */
-  clock?: Clock;
+  /**
+   * Where the emulator reads the time (creation timestamps, managed fields, Age).
+   * @defaultValue systemClock
+   */
+  clock?: Pick<Clock, 'now'>;
   /**
    * The Kubernetes release to pass for: `/version`, the resource.k8s.io versions served and the
    * feature gates' defaults. @defaultValue '1.34'
@@ -107,7 +106,6 @@ export interface ResetOptions {
   keepObjects?: boolean;
 }
 
-const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
 /**
  * The namespaces a new cluster has. The emulator serves no Namespace resource; these exist and
  * no other does (creates elsewhere get NamespaceLifecycle's 404).
@@ -266,7 +264,7 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
  */
 export class KubeEmulator {
   private readonly options: KubeEmulatorOptions;
-  private readonly clock: Clock;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly store: ObjectStore;
   private readonly hooks: EmulatorHooks;
   private readonly gc: GarbageCollector;
@@ -297,7 +295,7 @@ export class KubeEmulator {
         return type === undefined ? [] : [type];
       }),
     ];
-    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.clock = options.clock ?? systemClock;
     this.hooks = new EmulatorHooks(() => this.clock.now());
     this.store = new ObjectStore(
       options.historySize === undefined ? {} : { historySize: options.historySize },

@@ -3,7 +3,7 @@ import { TerminalError, TransientError, isTerminal } from '@slicekeeper/errors';
 import { classifyKubeError, parseRetryAfter } from './classify-kube-error';
 
 const NOW = Date.parse('2025-06-01T12:00:00Z');
-const now = () => NOW;
+const clock = { now: () => NOW };
 
 /** A Status body as kube-apiserver sends it. */
 function status(code: number, reason: string, message: string, details: object = {}): string {
@@ -123,7 +123,7 @@ describe('classifyKubeError', () => {
       const error = classifyKubeError(
         apiException(429, status(429, 'TooManyRequests', 'Too many requests', details), headers),
         'create ResourceSlice "a"',
-        { now },
+        { clock },
       );
       expect(error).toBeInstanceOf(TransientError);
       expect(error.code).toBe('throttled');

@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { SlicekeeperError, TerminalError, TransientError, errorMessage } from '@slicekeeper/errors';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 
 /**
  * The `code` of a classified Kubernetes error. The syncer branches on these (through
@@ -45,8 +47,8 @@ export function kubeErrorCode(error: unknown): KubeErrorCode | undefined {
 }
 
 export interface ClassifyKubeErrorOptions {
-  /** Clock for a Retry-After given as an HTTP date, ms since the epoch. @defaultValue Date.now */
-  now?: () => number;
+  /** What a Retry-After given as an HTTP date is measured against. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
 }
 
 type Outcome = { kind: 'transient' | 'terminal'; code: KubeErrorCode };
@@ -219,7 +221,7 @@ function classifyHttpFailure(
   failure: HttpFailure,
   context: string,
   cause: unknown,
-  now: () => number,
+  clock: Pick<Clock, 'now'>,
 ): SlicekeeperError {
   const outcome = outcomeOfStatus(failure.status);
   const status = parseStatus(failure.body);
@@ -228,7 +230,7 @@ function classifyHttpFailure(
     return new TerminalError(message, { code: outcome.code, cause });
   }
   const retryAfterMs =
-    parseRetryAfter(headerValue(failure.headers, 'retry-after'), now()) ??
+    parseRetryAfter(headerValue(failure.headers, 'retry-after'), clock.now()) ??
     (status?.retryAfterSeconds === undefined ? undefined : status.retryAfterSeconds * 1000);
   return new TransientError(message, {
     code: outcome.code,
@@ -283,7 +285,7 @@ export function classifyKubeError(
   if (error instanceof SlicekeeperError) return error.withContext(context);
   const failure = httpFailureOf(error);
   if (failure !== undefined) {
-    return classifyHttpFailure(failure, context, error, options.now ?? Date.now);
+    return classifyHttpFailure(failure, context, error, options.clock ?? systemClock);
   }
   const network = networkFailureOf(error);
   if (network !== undefined) {

@@ -10,7 +10,7 @@ describe('RegistrationStore', () => {
     store = new RegistrationStore({
       redis: db.redis,
       prefix: uniquePrefix('registry'),
-      now: () => new Date(clock),
+      clock: { now: () => clock },
     });
   });
 

@@ -8,6 +8,8 @@ import {
 } from '@slicekeeper/contracts';
 import type { Registration, RegistrationEvent, Removal, SliceKey } from '@slicekeeper/contracts';
 import { TerminalError } from '@slicekeeper/errors';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import { decodeFields, decodeRecord } from './codec';
 import { LuaScript } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
@@ -17,8 +19,8 @@ export interface RegistrationStoreOptions {
   redis: RedisClient;
   /** slicekeeper's Redis prefix. @defaultValue `'sk'` */
   prefix?: string;
-  /** Injected for tests. @defaultValue `() => new Date()` */
-  now?: () => Date;
+  /** Registration and removal times come from it. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
   /** Registration events kept for watchers to catch up from. @defaultValue 10000 */
   eventHistory?: number;
   /** Endpoints one driver may have on one node at once. @defaultValue 4 */
@@ -166,7 +168,7 @@ return 1`,
 export class RegistrationStore {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
-  private readonly now: () => Date;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly eventHistory: number;
   private readonly maxEndpointsPerKey: number;
   private readonly maxDriversPerNode: number;
@@ -174,7 +176,7 @@ export class RegistrationStore {
   constructor(options: RegistrationStoreOptions) {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.eventHistory = options.eventHistory ?? 10_000;
     this.maxEndpointsPerKey = options.maxEndpointsPerKey ?? 4;
     this.maxDriversPerNode = options.maxDriversPerNode ?? 16;
@@ -207,7 +209,7 @@ export class RegistrationStore {
       driver: input.driver,
       endpoint: input.endpoint,
       version: input.version,
-      registeredAt: this.now().toISOString(),
+      registeredAt: new Date(this.clock.now()).toISOString(),
       sequence,
     };
     const [outcome, endpoints] = (await REGISTER.run(
@@ -236,7 +238,7 @@ export class RegistrationStore {
    */
   async remove(key: SliceKey, options: RemoveOptions = {}): Promise<Registration[]> {
     const id = keyId(key);
-    const removedAt = this.now().getTime();
+    const removedAt = this.clock.now();
     const graceMs = options.graceMs ?? 0;
     const removal: Removal = { removedAt, withdrawAt: removedAt + graceMs };
     const [left, ...records] = (await DEREGISTER.run(

@@ -1,6 +1,7 @@
 import { createMetricsRegistry } from '@slicekeeper/observability';
 import { ManualClock } from '@slicekeeper/time/testing';
 import { AntiEntropy } from './anti-entropy';
+import { SyncerMetrics } from './syncer-metrics';
 import { silentLogger } from './testing/fakes';
 
 describe('AntiEntropy', () => {
@@ -18,7 +19,7 @@ describe('AntiEntropy', () => {
       },
       intervalMs: 3_600_000,
       logger: silentLogger,
-      registry,
+      metrics: new SyncerMetrics(registry),
       clock,
       random: () => 0.5,
     });

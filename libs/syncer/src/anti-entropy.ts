@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
-import { Counter } from 'prom-client';
-import type { Registry } from 'prom-client';
 import { errorMessage } from '@slicekeeper/errors';
 import { systemClock } from '@slicekeeper/time';
 import type { Clock, TimerHandle } from '@slicekeeper/time';
+import type { SyncerMetrics } from './syncer-metrics';
 
 export interface AntiEntropyOptions {
   /** The cache to compare with the server: a full list that replaces it, reporting differences. */
@@ -11,7 +10,7 @@ export interface AntiEntropyOptions {
   /** Time between full relists, ms (±10% jitter, so replicas do not relist together). */
   intervalMs: number;
   logger: Logger;
-  registry?: Registry;
+  metrics?: Pick<SyncerMetrics, 'relistDifferences'>;
   /** @defaultValue the system clock */
   clock?: Clock;
   /** Uniform in [0, 1); injected for tests. @defaultValue Math.random */
@@ -29,19 +28,9 @@ export class AntiEntropy {
   private running: Promise<void> | undefined;
   private closed = false;
   private readonly clock: Clock;
-  private readonly repairs: Counter<'difference'> | undefined;
 
   constructor(private readonly options: AntiEntropyOptions) {
     this.clock = options.clock ?? systemClock;
-    this.repairs =
-      options.registry === undefined
-        ? undefined
-        : new Counter({
-            name: 'slicekeeper_relist_differences_total',
-            help: 'Differences a periodic full relist found between the watch-fed cache and the API server, by kind. Above 0 means a watch missed events.',
-            labelNames: ['difference'],
-            registers: [options.registry],
-          });
   }
 
   start(): void {
@@ -79,7 +68,7 @@ export class AntiEntropy {
     try {
       const found = await this.options.cache.relist();
       for (const [difference, count] of Object.entries(found)) {
-        this.repairs?.inc({ difference }, count);
+        this.options.metrics?.relistDifferences.inc({ difference }, count);
       }
       const total = found.added + found.changed + found.removed;
       if (total > 0) this.options.logger.warn(found, 'relist found differences the watch missed');

@@ -1,11 +1,12 @@
 import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
-import type { Registry } from 'prom-client';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import type { SyncQueue } from '@slicekeeper/queue';
 import { KeyIndex } from '@slicekeeper/state';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
+import type { SyncerMetrics } from './syncer-metrics';
 
 export interface MaintenanceOptions {
   /** For reading registrations, removals, stream states and orphans. */
@@ -31,9 +32,9 @@ export interface MaintenanceOptions {
    * went away, and the watchers are restoring it. @defaultValue 0.1
    */
   orphanShare?: number;
-  registry?: Registry;
-  /** Injected for tests. */
-  now?: () => number;
+  metrics?: Pick<SyncerMetrics, 'publishedSlices'>;
+  /** When orphans were first seen comes from it. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
   random?: () => number;
 }
 
@@ -47,23 +48,14 @@ export class Maintenance {
   /** How often the resync runs and the interval its syncs are spread over, ms. */
   readonly resyncIntervalMs: number;
   private readonly index: KeyIndex;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly random: () => number;
-  private readonly publishedSlices: Gauge | undefined;
 
   constructor(private readonly options: MaintenanceOptions) {
     this.resyncIntervalMs = options.resyncIntervalMs ?? 600_000;
     this.index = new KeyIndex({ redis: options.redis, prefix: options.prefix });
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
-    this.publishedSlices =
-      options.registry === undefined
-        ? undefined
-        : new Gauge({
-            name: 'slicekeeper_published_slices',
-            help: 'ResourceSlices managed by slicekeeper, as last counted by the janitor.',
-            registers: [options.registry],
-          });
   }
 
   /** Re-enqueues every registered or published key, spread over the resync interval. */
@@ -92,8 +84,8 @@ export class Maintenance {
       slices += cluster.slicesOf(key).length;
       keys.set(keyId(key), key);
     }
-    this.publishedSlices?.set(slices);
-    const now = this.now();
+    this.options.metrics?.publishedSlices.set(slices);
+    const now = this.clock.now();
     const grace = this.options.orphanGraceMs ?? 600_000;
     const budget = Math.max(1, Math.floor(keys.size * (this.options.orphanShare ?? 0.1)));
     let removed = 0;

@@ -3,6 +3,8 @@ import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 import type { ClusterCache, KubeNodeStatusClient } from '@slicekeeper/kube';
 import type { NodePublishState } from '@slicekeeper/state';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 import {
   evaluateNodeCondition,
   nodeConditionReasons,
@@ -38,8 +40,8 @@ export interface NodeConditionReconcilerOptions {
   api: Pick<KubeNodeStatusClient, 'patchCondition'>;
   metrics?: NodeConditionMetrics;
   logger: Logger;
-  /** Injected for tests. @defaultValue `() => new Date()` */
-  now?: () => Date;
+  /** The condition's transition time comes from it. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /** What one evaluation did. */
@@ -65,10 +67,10 @@ export type NodeConditionResult =
  * Errors are thrown as classified (transient or terminal); retrying is the queue's business.
  */
 export class NodeConditionReconciler {
-  private readonly now: () => Date;
+  private readonly clock: Pick<Clock, 'now'>;
 
   constructor(private readonly options: NodeConditionReconcilerOptions) {
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
   }
 
   async reconcile(node: string): Promise<NodeConditionResult> {
@@ -87,7 +89,7 @@ export class NodeConditionReconciler {
       );
     }
     // 3. The plan.
-    const write = planNodeConditionWrite(desired, observed, this.now());
+    const write = planNodeConditionWrite(desired, observed, new Date(this.clock.now()));
     if (write === undefined) return 'unchanged';
     // 4. The write.
     const patched = await api.patchCondition(node, write);

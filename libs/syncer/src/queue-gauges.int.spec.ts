@@ -21,7 +21,7 @@ describe('queue gauges', () => {
       prefix: queuePrefix(uniquePrefix('gauges')),
     });
     registry = new Registry();
-    registerQueueGauges(queue, registry, () => NOW);
+    registerQueueGauges(queue, registry, { now: () => NOW });
   });
   afterEach(() => queue.close());
 

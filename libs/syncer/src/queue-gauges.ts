@@ -3,6 +3,8 @@ import { Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { SYNC_PRIORITIES } from '@slicekeeper/contracts';
 import { oldestReadyJobTimestamp } from '@slicekeeper/queue';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 
 /**
  * Registers the sync queue's gauges: jobs by state, prioritized jobs by priority level, and the
@@ -10,12 +12,12 @@ import { oldestReadyJobTimestamp } from '@slicekeeper/queue';
  * to run are nearly all in the `prioritized` state; `waiting` holds the few without one (jobs
  * of a replica that died, put back by BullMQ, and jobs of producers older than priorities).
  *
- * @param now - the clock, ms since the epoch. @defaultValue Date.now
+ * @param clock - what the oldest job's age is measured against. @defaultValue systemClock
  */
 export function registerQueueGauges(
   queue: Queue,
   registry: Registry,
-  now: () => number = Date.now,
+  clock: Pick<Clock, 'now'> = systemClock,
 ): void {
   new Gauge({
     name: 'slicekeeper_queue_jobs',
@@ -55,7 +57,7 @@ export function registerQueueGauges(
     registers: [registry],
     async collect() {
       const oldest = await oldestReadyJobTimestamp(queue, Object.values(SYNC_PRIORITIES));
-      this.set(oldest === undefined ? 0 : Math.max(0, (now() - oldest) / 1000));
+      this.set(oldest === undefined ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
     },
   });
 }

@@ -468,7 +468,7 @@ describe('sync worker, against the emulator', () => {
         logger,
         orphanGraceMs: 600_000,
         resyncIntervalMs: 600_000,
-        now: () => clock,
+        clock: { now: () => clock },
         random: () => 0.5,
       });
     });

@@ -40,6 +40,13 @@ export class SyncerMetrics {
   readonly writeLimitWait: Histogram;
   /** The cluster-wide write limit, writes per second (`SYNC_WRITE_RATE`). */
   readonly writeLimit: Gauge;
+  /**
+   * Differences a periodic full relist found between the watch-fed cache and the API server
+   * (`AntiEntropy`), by kind. Above 0 means a watch missed events.
+   */
+  readonly relistDifferences: Counter<'difference'>;
+  /** ResourceSlices managed by slicekeeper, as last counted by the janitor (`Maintenance`). */
+  readonly publishedSlices: Gauge;
 
   constructor(registry: Registry) {
     this.syncs = new Counter({
@@ -120,6 +127,17 @@ export class SyncerMetrics {
       help:
         'Driver losses whose driver-unreachable taint the API server dropped (DRADeviceTaints ' +
         'off): the devices stay schedulable until the wipe.',
+      registers: [registry],
+    });
+    this.relistDifferences = new Counter({
+      name: 'slicekeeper_relist_differences_total',
+      help: 'Differences a periodic full relist found between the watch-fed cache and the API server, by kind. Above 0 means a watch missed events.',
+      labelNames: ['difference'],
+      registers: [registry],
+    });
+    this.publishedSlices = new Gauge({
+      name: 'slicekeeper_published_slices',
+      help: 'ResourceSlices managed by slicekeeper, as last counted by the janitor.',
       registers: [registry],
     });
   }
