@@ -145,6 +145,10 @@ export class KeyWatch {
     }
   }
 
+  /**
+   * Runs a step's effects. Its writes go to the writer in one submission, so that the writer
+   * orders them as a whole (a sync that reads the stream state after the state it reads).
+   */
   private execute(effects: readonly KeyWatchEffect[]): void {
     const writes: Writes = {};
     const syncs: SyncReason[] = [];
