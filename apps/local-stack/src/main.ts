@@ -52,8 +52,9 @@ async function main(): Promise<void> {
     return;
   }
   for (const line of stackSummary(info, process.cwd())) stack.say(line);
-  const died = await stack.unexpectedExit;
-  await stop(1, `${died.name} exited (${await died.exited})`);
+  // The stack runs until Ctrl-C, restarting a child that dies; this keeps the process up while
+  // every child is down and waiting for its restart.
+  setInterval(() => undefined, 2 ** 30);
 }
 
 main().catch((error: unknown) => {

@@ -1,5 +1,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { errorMessage } from '@slicekeeper/errors';
+import { ChildRestarts } from './child-restarts';
+import type { ChildRestartsOptions } from './child-restarts';
 import { createEmulatorNodes } from './emulator-nodes';
 import { LogPrefixer } from './log-prefixer';
 import { PluginStatusClient } from './plugin-status-client';
@@ -37,6 +40,8 @@ export interface LocalStackOptions {
   color?: boolean;
   /** Bound on each process's graceful stop before SIGKILL, ms. @defaultValue 10000 */
   stopGraceMs?: number;
+  /** When a child that died once the stack runs is started again (backoff, clock). */
+  restarts?: Omit<ChildRestartsOptions, 'say'>;
 }
 
 /** Where everything is, once the stack runs. */
@@ -49,7 +54,7 @@ export interface LocalStackInfo {
   redisUrl: string;
   tokenFile: string;
   adminTokenFile: string;
-  /** Every child process, by name. */
+  /** Every child process, by name (a restarted child has another). */
   pids: ReadonlyMap<string, number>;
   /** From `start()` until every driver's slices were published, ms. */
   startedInMs: number;
@@ -64,17 +69,22 @@ const SELF = 'local-stack';
  * Redis (unless one is given), the kube emulator (unless a cluster is given) with the example
  * nodes, the registration API, the plugin-watcher, the slice-syncer replicas and one example
  * driver per node, registered with node-bound tokens. Lines of every process are shown with its
- * name in front. `close()` stops everything in reverse order: SIGTERM, then SIGKILL stragglers.
+ * name in front. A child that dies while the stack runs is said and started again with backoff
+ * (`ChildRestarts`); one that dies while the stack starts fails the start. `close()` stops
+ * everything in reverse order: SIGTERM, then SIGKILL stragglers.
  */
 export class LocalStack {
-  /** Resolves with the first process that exits while the stack runs (not on `close()`). */
-  readonly unexpectedExit: Promise<SupervisedProcess>;
-  private readonly processes: SupervisedProcess[] = [];
+  /** The running process of each child, by name. */
+  private readonly children = new Map<string, SupervisedProcess>();
   private readonly prefixer: LogPrefixer;
+  private readonly restarts: ChildRestarts;
+  private running = false;
   private closing: Promise<void> | undefined;
-  private reportExit: (process: SupervisedProcess) => void = () => undefined;
+  /** Resolves with the first child that exits while the stack starts. */
+  private readonly startupExit: Promise<SupervisedProcess>;
+  private reportStartupExit: (process: SupervisedProcess) => void = () => undefined;
   private readonly killOnExit = (): void => {
-    for (const child of this.processes) void child.kill();
+    for (const child of this.children.values()) void child.kill();
   };
 
   constructor(private readonly options: LocalStackOptions) {
@@ -90,8 +100,14 @@ export class LocalStack {
       ],
       color: options.color ?? false,
     });
-    this.unexpectedExit = new Promise((resolve) => {
-      this.reportExit = resolve;
+    this.restarts = new ChildRestarts({
+      ...options.restarts,
+      say: (message) => {
+        this.say(message);
+      },
+    });
+    this.startupExit = new Promise((resolve) => {
+      this.reportStartupExit = resolve;
     });
   }
 
@@ -106,12 +122,14 @@ export class LocalStack {
    * then calls `close()`.
    */
   async start(): Promise<LocalStackInfo> {
-    const died = this.unexpectedExit.then(async (child) => {
+    const died = this.startupExit.then(async (child) => {
       const code = await child.exited;
       const stderr = child.stderr === '' ? '' : `:\n${child.stderr}`;
       throw new Error(`${child.name} exited (${code}) while the stack was starting${stderr}`);
     });
-    return Promise.race([this.startAll(), died]);
+    const info = await Promise.race([this.startAll(), died]);
+    this.running = true;
+    return info;
   }
 
   private async startAll(): Promise<LocalStackInfo> {
@@ -200,7 +218,9 @@ export class LocalStack {
       tokenFile,
       adminTokenFile,
       pids: new Map(
-        this.processes.flatMap((p) => (p.pid === undefined ? [] : [[p.name, p.pid] as const])),
+        [...this.children].flatMap(([name, p]) =>
+          p.pid === undefined ? [] : [[name, p.pid] as const],
+        ),
       ),
       startedInMs: Date.now() - started,
     };
@@ -212,6 +232,7 @@ export class LocalStack {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.restarts.close();
       // The drivers go first and deregister themselves on SIGTERM, while the API still runs.
       const order = [
         this.driverNames(),
@@ -222,13 +243,13 @@ export class LocalStack {
       ];
       for (const names of order) {
         await Promise.all(
-          this.processes
-            .filter((p) => names.includes(p.name))
-            .map((p) => p.stop(this.options.stopGraceMs)),
+          [...this.children]
+            .filter(([name]) => names.includes(name))
+            .map(([, p]) => p.stop(this.options.stopGraceMs)),
         );
       }
       // Anything not in the order above (none today) goes last.
-      await Promise.all(this.processes.map((p) => p.stop(this.options.stopGraceMs)));
+      await Promise.all([...this.children.values()].map((p) => p.stop(this.options.stopGraceMs)));
       process.off('exit', this.killOnExit);
     })();
     return this.closing;
@@ -244,7 +265,15 @@ export class LocalStack {
       if (!(error instanceof RedisNotInstalledError)) throw error;
       throw new Error(`${error.message}, or set REDIS_URL to a Redis you have`);
     });
-    this.track(redis.process);
+    const respawn = async (): Promise<SupervisedProcess> => {
+      // The same port and directory; it keeps nothing, so the services see a Redis that came
+      // back empty, and the watcher stores its live streams' registrations and snapshots again.
+      await redis.restart();
+      if (this.closing !== undefined) await redis.stop();
+      this.track('redis', redis.process, respawn);
+      return redis.process;
+    };
+    this.track('redis', redis.process, respawn);
     if (this.closing !== undefined) await redis.stop();
     return redis.url;
   }
@@ -263,24 +292,41 @@ export class LocalStack {
     const port = o.emulatorPort === 0 ? await freePort() : o.emulatorPort;
     const kubeconfig = join(o.stateDir, 'kubeconfig');
     await writeFile(kubeconfig, emulatorKubeconfig(`http://127.0.0.1:${port}`), { mode: 0o600 });
-    const emulator = this.spawnApp('kube-emulator', 'kube-emulator', {
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      KUBECONFIG_OUT: kubeconfig,
-    });
-    const ready = (async () => {
+    const createNodes = async (emulator: SupervisedProcess): Promise<string> => {
       const listening = await this.waitFor(emulator, (e) => e.msg === 'listening');
       const url = String(listening.url);
       await createEmulatorNodes(url, o.nodes);
       this.say(`created nodes ${o.nodes.join(', ')}`);
       return url;
-    })();
+    };
+    const emulator = this.spawnApp(
+      'kube-emulator',
+      'kube-emulator',
+      { HOST: '127.0.0.1', PORT: String(port), KUBECONFIG_OUT: kubeconfig },
+      // It comes back empty, as a new cluster: the nodes again, then the syncers' watches
+      // republish every driver's slices.
+      (restarted) => {
+        createNodes(restarted).catch((error: unknown) => {
+          this.say(`kube-emulator: creating the nodes again failed: ${errorMessage(error)}`);
+        });
+      },
+    );
+    const ready = createNodes(emulator);
     // Awaited later; a failure meanwhile must not count as an unhandled rejection.
     ready.catch(() => undefined);
     return { kubeconfig, emulator: ready };
   }
 
-  private spawnApp(name: string, app: string, env: Record<string, string>): SupervisedProcess {
+  /**
+   * Starts an app as the child `name`; when it dies while the stack runs, the same command
+   * starts again, and `onRestart` is called with the new process.
+   */
+  private spawnApp(
+    name: string,
+    app: string,
+    env: Record<string, string>,
+    onRestart?: (restarted: SupervisedProcess) => void,
+  ): SupervisedProcess {
     if (this.closing !== undefined) throw new Error(`not starting ${name}: the stack is stopping`);
     const child = new SupervisedProcess({
       name,
@@ -293,14 +339,35 @@ export class LocalStack {
         this.options.write(this.prefixer.format(name, line, stream));
       },
     });
-    this.track(child);
+    this.track(name, child, () => {
+      const restarted = this.spawnApp(name, app, env, onRestart);
+      onRestart?.(restarted);
+      return Promise.resolve(restarted);
+    });
     return child;
   }
 
-  private track(child: SupervisedProcess): void {
-    this.processes.push(child);
-    void child.exited.then(() => {
-      if (this.closing === undefined) this.reportExit(child);
+  /**
+   * Makes `child` the running process of `name`. Its death fails the start while the stack
+   * starts; once it runs, `respawn` starts it again after the backoff.
+   */
+  private track(
+    name: string,
+    child: SupervisedProcess,
+    respawn: () => Promise<SupervisedProcess>,
+  ): void {
+    this.children.set(name, child);
+    this.restarts.started(name);
+    void child.exited.then((how) => {
+      if (this.closing !== undefined || this.children.get(name) !== child) return;
+      if (!this.running) {
+        this.reportStartupExit(child);
+        return;
+      }
+      this.restarts.exited(name, how, async () => {
+        const restarted = await respawn();
+        this.say(`restarted ${name} (pid ${restarted.pid ?? 'unknown'})`);
+      });
     });
   }
 

@@ -29,7 +29,7 @@ describe('stackSummary', () => {
       '  curl -H "Authorization: Bearer $(cat .slicekeeper/admin-token)" http://127.0.0.1:8080/v1/plugins',
       '  xdg-open "http://127.0.0.1:8080/ui#token=$(cat .slicekeeper/admin-token)"   # macOS: open',
       '',
-      'Ctrl-C stops everything.',
+      'A process that dies is started again, with backoff. Ctrl-C stops everything.',
     ]);
   });
 

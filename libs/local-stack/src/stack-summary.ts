@@ -29,6 +29,6 @@ export function stackSummary(info: LocalStackInfo, cwd: string): string[] {
     // file, as the curl line does, so that the token is never printed.
     `  xdg-open "${statusPage}#token=$(cat ${adminTokenFile})"   # macOS: open`,
     '',
-    'Ctrl-C stops everything.',
+    'A process that dies is started again, with backoff. Ctrl-C stops everything.',
   ];
 }
