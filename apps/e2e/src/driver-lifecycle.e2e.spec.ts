@@ -16,6 +16,8 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
       name: 'driver-lifecycle',
       nodes: ['node-a', 'node-b'],
       watcherEnv: { WIPE_DELAY: `${WIPE_DELAY_MS}ms` },
+      // The removal must withdraw slices by itself, not the janitor's sweep of removed keys.
+      syncerEnv: { JANITOR_INTERVAL: '1h' },
       emulatorEnv: { FEATURE_GATES: 'DRADeviceTaints=true' },
     });
     driver = await system.exampleDriver({ node: 'node-a', driver: GPU, inventory });
@@ -82,7 +84,7 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
     expect((await system.status('node-a', GPU))?.sync?.outcome).toBe('synced');
   }, 60_000);
 
-  it('a plugin removed through the API loses its slices within seconds, with the watcher stopped', async () => {
+  it('a plugin removed through the API loses its slices, with the watcher stopped', async () => {
     const nic = await system.inProcessDriver({
       node: 'node-b',
       driver: 'nic.example.com',
@@ -92,14 +94,9 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
     await system.until('the plugin published', async () => (await nicSlices()).length === 1);
 
     await system.stopService('plugin-watcher');
-    const removedAt = Date.now();
     await system.removePlugin('node-b', nic.driver, '0s');
-    await system.until(
-      'the slices withdrawn',
-      async () => (await nicSlices()).length === 0,
-      10_000,
-    );
-    expect(Date.now() - removedAt).toBeLessThan(5000);
+    // With the watcher stopped and the janitor not due, only the removal can withdraw them.
+    await system.until('the slices withdrawn', async () => (await nicSlices()).length === 0);
     // The other driver's slices stay.
     expect(publishes(await slices(), inventory)).toBe(true);
     await system.startService('plugin-watcher');
