@@ -55,6 +55,11 @@ export class ExampleDriverProcess {
     return `example-driver-${this.options.node}-${this.options.driver}`;
   }
 
+  /** The running process's id (a restart gives it another). */
+  get pid(): number | undefined {
+    return this.process?.running === true ? this.process.pid : undefined;
+  }
+
   /** Starts the process (again) and waits until it has registered. */
   async start(): Promise<void> {
     if (this.process?.running === true) throw new Error(`${this.name} is already running`);

@@ -19,6 +19,7 @@ import { RedisServer, freePort, waitFor } from '@slicekeeper/testing';
 import { ExampleDriverProcess, InProcessDriver } from './drivers';
 import { EmulatorClient, sliceAsV1 } from './emulator-client';
 import type { ResourceSlice, ResourceSliceVersion } from './emulator-client';
+import type { ProductionTree } from './production-tree';
 
 const run = promisify(execFile);
 
@@ -58,6 +59,13 @@ export interface SystemOptions {
   emulatorEnv?: Record<string, string>;
   /** @defaultValue `info` */
   logLevel?: string;
+  /**
+   * Runs the services and the example drivers as the images do, from this tree of compiled
+   * output with production dependencies only (`node apps/<app>/dist/main.js`,
+   * `NODE_ENV=production`). The kube emulator, tooling, still runs from its sources.
+   * @defaultValue from the TypeScript sources, through tsx
+   */
+  production?: ProductionTree;
 }
 
 /** Variables passed on from the test's environment; every setting is passed explicitly. */
@@ -195,7 +203,14 @@ export class System {
     const spec = this.specs.get(name);
     if (spec === undefined) throw new Error(`no service ${name}`);
     if (this.services.get(name)?.running === true) throw new Error(`${name} is already running`);
-    const child = spawnLogged(this.logDir, this.logs, name, spec.app, spec.env);
+    const child = spawnLogged(
+      this.logDir,
+      this.logs,
+      name,
+      spec.app,
+      spec.env,
+      this.options.production,
+    );
     this.services.set(name, child);
     await child.waitForLog(spec.ready, 'that it is ready', 60_000);
     return child;
@@ -252,7 +267,8 @@ export class System {
       stateDir: this.stateDir,
       apiUrl: this.apiUrl,
       token: this.nodeToken(options.node),
-      spawn: (name, env) => spawnLogged(this.logDir, this.logs, name, 'example-driver', env),
+      spawn: (name, env) =>
+        spawnLogged(this.logDir, this.logs, name, 'example-driver', env, this.options.production),
     });
     this.extras.add(driver);
     await driver.start();
@@ -470,13 +486,17 @@ export class System {
   }
 }
 
-/** Spawns an app with only the inherited variables and `env`, its lines copied to a log file. */
+/**
+ * Spawns an app with only the inherited variables and `env`, its lines copied to a log file:
+ * from its sources, or compiled from `production`.
+ */
 function spawnLogged(
   logDir: string,
   logs: Map<string, WriteStream>,
   name: string,
   app: string,
   env: Record<string, string>,
+  production?: ProductionTree,
 ): SupervisedProcess {
   let log = logs.get(name);
   if (log === undefined) {
@@ -486,8 +506,12 @@ function spawnLogged(
   const out = log;
   return new SupervisedProcess({
     name,
-    ...appCommand(app),
-    env: { ...inheritedEnv(process.env, INHERITED), ...env },
+    ...(production === undefined ? appCommand(app) : production.command(app)),
+    env: {
+      ...inheritedEnv(process.env, INHERITED),
+      ...(production === undefined ? {} : { NODE_ENV: 'production' }),
+      ...env,
+    },
     // A Ctrl-C reaches the test or benchmark only, which then closes the System in order.
     ownProcessGroup: true,
     onLine: (line) => {
