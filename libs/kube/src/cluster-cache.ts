@@ -178,7 +178,7 @@ export class ClusterCache {
     }
     const clock = options.clock ?? systemClock;
     this.slices = new SliceStore({
-      now: () => clock.now(),
+      clock,
       ...(options.mutationTtlMs === undefined ? {} : { mutationTtlMs: options.mutationTtlMs }),
     });
     const common = {

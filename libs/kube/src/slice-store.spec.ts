@@ -49,7 +49,7 @@ let store: SliceStore;
 
 beforeEach(() => {
   now = Date.parse('2026-01-01T00:00:00Z');
-  store = new SliceStore({ now: () => now, mutationTtlMs: 60_000 });
+  store = new SliceStore({ clock: { now: () => now }, mutationTtlMs: 60_000 });
   store.replace([], '10', true);
 });
 
@@ -271,7 +271,7 @@ describe('SliceStore: relist (anti-entropy)', () => {
   });
 
   it('reports nothing for the first list', () => {
-    const first = new SliceStore({ now: () => now });
+    const first = new SliceStore({ clock: { now: () => now } });
     expect(first.replace([slice('a', { rv: 5 })], '10', true)).toEqual({
       added: 0,
       changed: 0,

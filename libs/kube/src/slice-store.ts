@@ -1,6 +1,7 @@
 import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
+import type { Clock } from '@slicekeeper/time';
 import type { WatchEventType } from './reflector';
 import { lastWrittenBySlicekeeper } from './resource-slice-json';
 
@@ -22,8 +23,8 @@ export interface ReplaceResult {
 }
 
 export interface SliceStoreOptions {
-  /** ms since the epoch. */
-  now: () => number;
+  /** When recorded writes and deletes expire is measured with it. */
+  clock: Pick<Clock, 'now'>;
   /**
    * Longest time a recorded write or delete overrides the watched copy, ms; by then the watch
    * has long delivered it, and an entry it never will deliver (the object was deleted by
@@ -95,7 +96,7 @@ function byName(a: StoredResourceSlice, b: StoredResourceSlice): number {
  * Returned slices are the cache's own objects: read them, never mutate them.
  */
 export class SliceStore {
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly ttlMs: number;
   /** The watched copies by name. */
   private readonly watched = new Map<string, StoredResourceSlice>();
@@ -116,7 +117,7 @@ export class SliceStore {
   private nextSweepAt = 0;
 
   constructor(options: SliceStoreOptions) {
-    this.now = options.now;
+    this.clock = options.clock;
     this.ttlMs = options.mutationTtlMs ?? 60_000;
   }
 
@@ -180,7 +181,7 @@ export class SliceStore {
       this.reindex(name);
       return;
     }
-    const expiresAt = this.now() + this.ttlMs;
+    const expiresAt = this.clock.now() + this.ttlMs;
     this.echoes.set(`${name}@${resourceVersion}`, expiresAt);
     if (recorded !== undefined && newer(recorded.slice, slice)) return;
     this.writes.set(name, { slice, expiresAt });
@@ -191,7 +192,7 @@ export class SliceStore {
   recordDelete(target: { name: string; uid: string; resourceVersion: string }): void {
     this.sweep();
     this.writes.delete(target.name);
-    this.deletes.set(target.name, { uid: target.uid, expiresAt: this.now() + this.ttlMs });
+    this.deletes.set(target.name, { uid: target.uid, expiresAt: this.clock.now() + this.ttlMs });
     this.reindex(target.name);
   }
 
@@ -284,7 +285,7 @@ export class SliceStore {
 
   /** The view of one name: our write, if newer than the watch's copy; hidden if we deleted it. */
   private visible(name: string): StoredResourceSlice | undefined {
-    const now = this.now();
+    const now = this.clock.now();
     const watched = this.watched.get(name);
     const write = this.writes.get(name);
     if (write !== undefined) {
@@ -321,7 +322,7 @@ export class SliceStore {
     const echo = `${name}@${resourceVersion}`;
     const expiresAt = this.echoes.get(echo);
     this.echoes.delete(echo);
-    return expiresAt !== undefined && expiresAt > this.now();
+    return expiresAt !== undefined && expiresAt > this.clock.now();
   }
 
   /** Whether we deleted the object `name` of this UID (unexpired); forgets it. */
@@ -329,7 +330,7 @@ export class SliceStore {
     const deleted = this.deletes.get(name);
     if (deleted?.uid !== uid) return false;
     this.deletes.delete(name);
-    return deleted.expiresAt > this.now();
+    return deleted.expiresAt > this.clock.now();
   }
 
   private dropCaughtUpWrite(name: string): void {
@@ -395,7 +396,7 @@ export class SliceStore {
 
   /** Forgets expired writes, deletes and echoes, at most once per SWEEP_INTERVAL_MS. */
   private sweep(): void {
-    const now = this.now();
+    const now = this.clock.now();
     if (now < this.nextSweepAt) return;
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
     for (const [name, write] of this.writes) {

@@ -32,7 +32,7 @@ describe('RedisOutageLog', () => {
     lines = captured.lines;
     log = new RedisOutageLog({
       logger: captured.logger,
-      now: () => clock,
+      clock: { now: () => clock },
       onChange: (connection, up) => changes.push(`${connection} ${up ? 'up' : 'down'}`),
     });
   });

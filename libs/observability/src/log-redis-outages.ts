@@ -1,13 +1,15 @@
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { errorMessage } from '@slicekeeper/errors';
+import { systemClock } from '@slicekeeper/time';
+import type { Clock } from '@slicekeeper/time';
 
 export interface RedisOutageLogOptions {
   logger: Pick<Logger, 'error' | 'info' | 'warn'>;
   /** Told when a connection stops serving (`false`) and serves again (`true`): for metrics. */
   onChange?: (connection: string, up: boolean) => void;
-  /** The clock, ms since the epoch, for an outage's duration. @defaultValue Date.now */
-  now?: () => number;
+  /** What an outage's duration is measured with. @defaultValue systemClock */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -25,11 +27,11 @@ export interface RedisOutageLogOptions {
 export class RedisOutageLog {
   private readonly down = new Set<string>();
   private readonly attached: { source: EventEmitter; event: string; listener: Listener }[] = [];
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private outage: Outage | undefined;
 
   constructor(private readonly options: RedisOutageLogOptions) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -92,7 +94,7 @@ export class RedisOutageLog {
       return;
     }
     this.outage = {
-      startedAt: this.now(),
+      startedAt: this.clock.now(),
       suppressedErrors: 0,
       connections: new Set([connection]),
     };
@@ -107,7 +109,7 @@ export class RedisOutageLog {
     this.outage = undefined;
     this.options.logger.info(
       {
-        durationMs: Math.max(0, this.now() - outage.startedAt),
+        durationMs: Math.max(0, this.clock.now() - outage.startedAt),
         suppressedErrors: outage.suppressedErrors,
         connections: [...outage.connections].sort(),
       },
