@@ -149,6 +149,14 @@ const COORDINATION_V1_RESOURCES: readonly CatalogResource[] = [
   r('leases', 'Lease', true, ALL, { storage: 'coordination.k8s.io/v1/Lease' }),
 ];
 
+/** authorization.k8s.io/v1: the review APIs, which only take a create. */
+const AUTHORIZATION_V1_RESOURCES: readonly CatalogResource[] = [
+  r('localsubjectaccessreviews', 'LocalSubjectAccessReview', true, ['create']),
+  r('selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, ['create']),
+  r('selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, ['create']),
+  r('subjectaccessreviews', 'SubjectAccessReview', false, ['create']),
+];
+
 interface ApiGroupVersions {
   readonly name: string;
   readonly versions: readonly string[];
@@ -194,6 +202,7 @@ function servedGroupVersions(
     ['v1', CORE_V1_RESOURCES],
     ['events.k8s.io/v1', EVENTS_V1_RESOURCES],
     ['coordination.k8s.io/v1', COORDINATION_V1_RESOURCES],
+    ['authorization.k8s.io/v1', AUTHORIZATION_V1_RESOURCES],
   ]);
   // Every served resource.k8s.io version has the same resources.
   const resources = resourceGroupResources(release);
@@ -241,6 +250,17 @@ function resourceEntry(resource: CatalogResource): JsonObject {
   if (resource.categories !== undefined) out.categories = [...resource.categories];
   if (resource.storage !== undefined) out.storageVersionHash = storageVersionHash(resource.storage);
   return out;
+}
+
+/** A resource (or `resource/subresource`) as discovery lists it in a group version. */
+export function catalogResource(
+  groupVersion: string,
+  name: string,
+  release: KubeRelease,
+): CatalogResource | undefined {
+  return servedGroupVersions(release)
+    .get(groupVersion)
+    ?.find((resource) => resource.name === name);
 }
 
 /** GET /api/v1 or /apis/<group>/<version>: an APIResourceList. */

@@ -28,7 +28,7 @@ import type {
 } from './emulator-hooks';
 import { DEFAULT_EVENT_TTL_MS, coreEventType, eventsV1EventType } from './event-types';
 import { GarbageCollector } from './garbage-collector';
-import { ObjectStore } from './object-store';
+import { ObjectStore, objectKey } from './object-store';
 import type { JsonObject } from './object-schema';
 import { openApiDocument, openApiRoot } from './openapi';
 import { DEFAULT_KUBE_RELEASE, releaseGateDefaults, releaseInfo } from './kube-release';
@@ -36,6 +36,7 @@ import type { KubeRelease } from './kube-release';
 import { leaseType, podType } from './read-only-types';
 import { RESOURCE_SLICE_VERSIONS } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
+import { unmodelledRouteError } from './unmodelled-routes';
 import type { FeatureGates, ResourceType } from './resource-types';
 import {
   ANONYMOUS,
@@ -623,7 +624,16 @@ export class KubeEmulator {
           code = pageNotFound(res);
           return;
         }
-        throw apiErrors.pathNotFound();
+        throw (
+          unmodelledRouteError(method, path, this.release, (gv, resource, ns, name) =>
+            this.servedTypes.some(
+              (t) =>
+                t.apiVersion === gv &&
+                t.resource === resource &&
+                this.store.get(resource, objectKey(ns, name)) !== undefined,
+            ),
+          ) ?? apiErrors.pathNotFound()
+        );
       }
       if (verb === undefined) throw apiErrors.methodNotAllowed();
       // Across namespaces, a namespaced collection is only listed and watched.

@@ -10,17 +10,24 @@ import {
   wireSchema,
 } from './handler-context';
 import type { ApiRequest, ApiResult, HandlerContext } from './handler-context';
-import { goJsonSyntaxError } from './go-json';
+import { goFormatValue, goJsonSyntaxError } from './go-json';
+import { errorBody, fieldError, FieldPath } from './field-errors';
 import {
   conflictReport,
   decodeManagedFields,
   serverSideApply,
   trackUpdate,
 } from './managed-fields';
-import { normalize } from './object-schema';
+import { isJsonObject, normalize } from './object-schema';
 import type { JsonObject, JsonValue } from './object-schema';
 import { PatchError, applyJsonPatch, applyMergePatch, applyStrategicMergePatch } from './patch';
-import { checkOptions, decode, fieldValidation, parseBody } from './request-decoding';
+import {
+  checkOptions,
+  decode,
+  fieldValidation,
+  parseBody,
+  unknownFieldText,
+} from './request-decoding';
 import type { FieldValidation } from './request-decoding';
 import { view } from './response-encoding';
 import { updateObject } from './update-handler';
@@ -96,7 +103,7 @@ export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
   const isApply = req.contentType === 'application/apply-patch+yaml';
   checkOptions(req, 'PatchOptions', isApply);
   const validation = fieldValidation(req);
-  if (isApply) return apply(ctx, req, decodePatchDocument(req, validation), validation);
+  if (isApply) return apply(ctx, req, decodePatchDocument(req, validation));
   // The patch is read inside the storage update, once the object is found.
   const live = existingObject(ctx, req);
   const patchDoc = decodePatchDocument(req, validation);
@@ -124,7 +131,16 @@ export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
     }
     throw error;
   }
-  const { object, warnings } = decode(ctx, req, patched, validation);
+  // Under Strict the unknown fields are the patch's error, not the decoder's.
+  const decoded = decode(ctx, req, patched, validation === 'Strict' ? 'Ignore' : validation);
+  const { object, warnings } = decoded;
+  if (validation === 'Strict' && decoded.unknownFields.length > 0) {
+    const shown =
+      req.contentType === 'application/strategic-merge-patch+json'
+        ? goFormatValue(patchDoc)
+        : goPatchedJson(patched);
+    throw strictPatchError(shown, decoded.unknownFields.map(unknownFieldText));
+  }
   ensureNamespace(req, object);
   const patchedName = strAt(metaOf(object), 'name') ?? '';
   if (patchedName !== req.name) {
@@ -142,14 +158,64 @@ export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
   return updateObject(ctx, req, live, object, entries, warnings);
 }
 
-function apply(
-  ctx: HandlerContext,
+/**
+ * The patched object as the json-patch library marshals it: its documents are Go maps, so the
+ * top level comes out with sorted keys; nested values keep the order they had.
+ */
+function goPatchedJson(patched: JsonValue): string {
+  if (!isJsonObject(patched)) return JSON.stringify(patched);
+  const keys = Object.keys(patched).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${JSON.stringify(patched[k])}`).join(',')}}`;
+}
+
+/**
+ * Unknown fields of a patched object under `Strict` (`handlers/patch.go`, `jsonPatcher` and
+ * `applyPatchToObject`): `errors.NewInvalid(schema.GroupKind{}, "", …)` with one `field.Invalid`
+ * on `patch` whose value is the patched object (JSON and merge patches) or the patch map
+ * (strategic merge). An empty GroupKind leaves the details without group, kind or name.
+ */
+function strictPatchError(shown: string, unknown: readonly string[]): ApiError {
+  const cause = fieldError.invalid(
+    FieldPath.root('patch'),
+    shown,
+    `strict decoding error: ${unknown.join(', ')}`,
+  );
+  const body = errorBody(cause);
+  return new ApiError(422, 'Invalid', ` "" is invalid: patch: ${body}`, {
+    causes: [{ reason: cause.type, message: body, field: 'patch' }],
+  });
+}
+
+/**
+ * The typed conversion of an apply configuration refuses a field the schema lacks whatever
+ * `fieldValidation` says (`managedfields/internal/structuredmerge.go` `Apply`), as a plain
+ * error: a 500 without a reason, naming the object as `objectGVKNN` does and each field as
+ * structured-merge-diff's validation prints it (`errors:` and an indented line each when more
+ * than one).
+ */
+function unknownApplyFieldsError(
   req: ApiRequest,
   doc: JsonValue,
-  validation: FieldValidation,
-): ApiResult {
+  unknown: readonly string[],
+): ApiError {
+  const meta = isJsonObject(doc) ? (objAt(doc, 'metadata') ?? {}) : {};
+  const gvk = `${req.type.group}/${req.type.version}, Kind=${req.type.kind}`;
+  const where = `${strAt(meta, 'namespace') ?? ''}/${strAt(meta, 'name') ?? ''}; ${gvk}`;
+  const lines = unknown.map((f) => `.${f}: field not declared in schema`);
+  const detail =
+    lines.length === 1 ? (lines[0] ?? '') : ['errors:', ...lines.map((l) => `  ${l}`)].join('\n');
+  return apiErrors.unknown(500, `failed to create typed patch object (${where}): ${detail}`);
+}
+
+function apply(ctx: HandlerContext, req: ApiRequest, doc: JsonValue): ApiResult {
   const { type } = req;
-  const { object: applied, warnings } = decode(ctx, req, doc, validation, true);
+  // Upstream's directive only looks for duplicate keys here (`yaml.UnmarshalStrict`); this YAML
+  // parser refuses those outright, so nothing is left to warn about.
+  const config = decode(ctx, req, doc, 'Ignore', true);
+  if (config.unknownFields.length > 0)
+    throw unknownApplyFieldsError(req, doc, config.unknownFields);
+  const applied = config.object;
+  const warnings: string[] = [];
   const appliedMeta = objAt(applied, 'metadata') ?? {};
   const appliedName = strAt(appliedMeta, 'name') ?? '';
   if (appliedName !== '' && appliedName !== req.name) {

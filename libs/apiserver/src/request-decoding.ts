@@ -18,6 +18,13 @@ export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
 export interface Decoded {
   object: JsonObject;
   warnings: string[];
+  /** Paths of the fields the type lacks (`spec.x`), in the order the document has them. */
+  unknownFields: string[];
+}
+
+/** A strict decoding error's text for one unknown field (sigs.k8s.io/json). */
+export function unknownFieldText(path: string): string {
+  return `unknown field "${path}"`;
 }
 
 /** Parses a request body by its content type. @throws ApiError (400 or 415) */
@@ -51,44 +58,66 @@ export function parseBody(body: Buffer, contentType: string, kindForErrors: stri
   }
 }
 
+/** The request's directive; an empty one is `Warn` (`handlers/rest.go` `fieldValidation`). */
 export function fieldValidation(req: ApiRequest): FieldValidation {
   const value = req.query.get('fieldValidation') ?? '';
-  if (value === '') return 'Warn';
-  if (value === 'Ignore' || value === 'Warn' || value === 'Strict') return value;
-  throw apiErrors.badRequest(
-    `fieldValidation parameter unsupported: ${value}. Must be one of: Ignore, Warn, Strict`,
-  );
+  return value === 'Ignore' || value === 'Strict' ? value : 'Warn';
 }
 
-/** The checks of `ValidateCreateOptions` and its siblings. @throws ApiError 422 */
-export function checkOptions(req: ApiRequest, optionsKind: string, isApply = false): void {
+const FIELD_VALIDATION_VALUES = ['', 'Ignore', 'Strict', 'Warn'];
+
+/** Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space. */
+const GO_PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+
+/** `ValidateFieldManager`: its length, then each unprintable rune at its byte position. */
+function fieldManagerErrors(manager: string): FieldError[] {
+  const path = FieldPath.root('fieldManager');
   const errs: FieldError[] = [];
-  const dryRun = req.query.getAll('dryRun');
-  for (const value of dryRun) {
-    if (value !== 'All')
-      errs.push(fieldError.notSupported(FieldPath.root('dryRun'), dryRun, ['All']));
-  }
-  const manager = req.query.get('fieldManager');
-  if (manager !== null) {
-    if (manager.length > 128) errs.push(fieldError.tooLong(FieldPath.root('fieldManager'), 128));
-    if (/[^\x20-\x7e]/.test(manager)) {
+  if (Buffer.byteLength(manager) > 128) errs.push(fieldError.tooLong(path, 128));
+  let position = 0;
+  for (const rune of manager) {
+    if (!GO_PRINTABLE.test(rune)) {
+      const code = (rune.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
       errs.push(
-        fieldError.invalid(
-          FieldPath.root('fieldManager'),
-          manager,
-          'must only contain printable characters',
-        ),
+        fieldError.invalid(path, manager, `invalid character U+${code} (at position ${position})`),
       );
     }
+    position += Buffer.byteLength(rune);
   }
-  if (isApply && (manager === null || manager === '')) {
-    errs.push(fieldError.required(FieldPath.root('fieldManager'), 'is required for apply patch'));
+  return errs;
+}
+
+/**
+ * The checks of `ValidateCreateOptions`, `ValidateUpdateOptions`, `ValidatePatchOptions` and
+ * `ValidateDeleteOptions` (`apimachinery/pkg/apis/meta/v1/validation/validation.go`), in their
+ * order: the apply-only rules, `fieldManager`, `dryRun`, `fieldValidation`. Delete options have
+ * no field manager or directive. @throws ApiError 422
+ */
+export function checkOptions(req: ApiRequest, optionsKind: string, isApply = false): void {
+  const errs: FieldError[] = [];
+  const isDelete = optionsKind === 'DeleteOptions';
+  const manager = req.query.get('fieldManager') ?? '';
+  if (req.verb === 'patch') {
+    if (!isApply && req.query.has('force'))
+      errs.push(
+        fieldError.forbidden(FieldPath.root('force'), 'may not be specified for non-apply patch'),
+      );
+    if (isApply && manager === '')
+      errs.push(fieldError.required(FieldPath.root('fieldManager'), 'is required for apply patch'));
   }
-  if (!isApply && req.verb === 'patch' && req.query.has('force')) {
+  if (!isDelete) errs.push(...fieldManagerErrors(manager));
+  const dryRun = req.query.getAll('dryRun');
+  if (dryRun.some((value) => value !== 'All'))
+    errs.push(fieldError.notSupported(FieldPath.root('dryRun'), dryRun, ['All']));
+  const directive = req.query.get('fieldValidation') ?? '';
+  if (!isDelete && !FIELD_VALIDATION_VALUES.includes(directive))
     errs.push(
-      fieldError.forbidden(FieldPath.root('force'), 'may not be specified for non-apply patch'),
+      fieldError.notSupported(
+        FieldPath.root('fieldValidation'),
+        directive,
+        FIELD_VALIDATION_VALUES,
+      ),
     );
-  }
   if (errs.length > 0)
     throw apiErrors.invalid({ group: 'meta.k8s.io', name: optionsKind }, '', errs);
 }
@@ -133,7 +162,7 @@ export function decode(
     }
     throw error;
   }
-  const unknown = report.unknownFields.map((f) => `unknown field "${f}"`);
+  const unknown = report.unknownFields.map(unknownFieldText);
   if (unknown.length > 0 && validation === 'Strict') {
     throw apiErrors.badRequest(
       `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${unknown.join(', ')}`,
@@ -144,7 +173,11 @@ export function decode(
     if (type.conversion !== undefined) object = type.conversion.toHub(object);
     type.applyDefaults(object, ctx.now());
   }
-  return { object, warnings: validation === 'Warn' ? unknown : [] };
+  return {
+    object,
+    warnings: validation === 'Warn' ? unknown : [],
+    unknownFields: report.unknownFields,
+  };
 }
 
 /** The body of a create or update, in one of the media types the verb accepts. */
