@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Worker } from 'bullmq';
+import { Cluster } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -100,14 +101,15 @@ export class RedisConnections implements RedisFactory {
     this.outages.addErrorSources(name, isOutage, ...sources);
     const probe = this.probes.get(connection);
     for (const source of sources) {
+      const emitter: EventEmitter = source;
       if (source instanceof Worker) this.counted(`${name}/${source.name}-blocking`);
       // A Worker's blocking connection may hear of an outage before `connection` does, or alone:
       // the outage is over once a PING through `connection` is answered (it waits for the
       // reconnect), if the connection's own `ready` did not say so already.
-      source.on('error', (error: unknown) => {
+      emitter.on('error', (error: unknown) => {
         if (probe === undefined || probe.pinging || !isConnectionError(error)) return;
         probe.pinging = true;
-        connection.ping().then(
+        ping(connection).then(
           () => {
             probe.pinging = false;
             probe.health.emit('ready');
@@ -168,6 +170,10 @@ function isConnectionError(error: unknown): boolean {
   return (
     (code !== undefined && CONNECTION_ERROR_CODES.has(code)) || error.message === CONNECTION_CLOSED
   );
+}
+
+function ping(connection: RedisClient): Promise<string> {
+  return connection instanceof Cluster ? connection.ping() : connection.ping();
 }
 
 async function quit(connection: RedisClient): Promise<void> {

@@ -1,24 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
-import type { Job, JobState, JobsOptions } from 'bullmq';
-import type { RedisClient } from './redis-connection';
+import type { Job, JobState, JobsOptions, Queue } from 'bullmq';
+import { createSyncQueue } from './queues';
+import type { QueueConnectionOptions } from './queues';
 import {
   SYNC_JOB_NAME,
   bringsNews,
   keyId,
-  SYNC_QUEUE_NAME,
-  queuePrefix,
   syncDeduplicationId,
   syncPriority,
 } from '@slicekeeper/contracts';
 import type { SliceKey, SyncJob, SyncReason } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 
-export interface SyncQueueOptions {
-  connection: RedisClient;
-  /** slicekeeper's Redis prefix; BullMQ's keys go under its hash-tagged form. @defaultValue `'sk'` */
-  prefix?: string;
-}
+export type SyncQueueOptions = QueueConnectionOptions;
 
 /**
  * The backoff type of sync jobs. The syncer's worker implements it (full jitter, honouring
@@ -75,10 +69,7 @@ export class SyncQueue {
   private closing: Promise<void> | undefined;
 
   constructor(options: SyncQueueOptions) {
-    this.queue = new Queue<SyncJob>(SYNC_QUEUE_NAME, {
-      connection: options.connection,
-      prefix: queuePrefix(options.prefix ?? 'sk'),
-    });
+    this.queue = createSyncQueue(options);
   }
 
   /**

@@ -1,47 +1,23 @@
-import { Queue } from 'bullmq';
-import type { JobsOptions } from 'bullmq';
-import type { RedisClient } from '@slicekeeper/queue';
+import type { Queue } from 'bullmq';
+import {
+  NODE_CONDITION_JOB_NAME,
+  createNodeConditionQueue,
+  nodeConditionJobOptions,
+} from '@slicekeeper/queue';
+import type { NodeConditionJob, RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
-import type { z } from 'zod';
-import { NODE_STATUS_QUEUE_NAME, queuePrefix, sliceKeySchema } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { NodeChange } from '@slicekeeper/kube';
 
-/**
- * A node condition job names a node, never a condition (level-triggered): the evaluation reads
- * the node's keys when it runs. The cluster-scoped key's node, '', has no Node.
- */
-export const nodeConditionJobSchema = sliceKeySchema
-  .pick({ node: true })
-  .strict()
-  .refine((job) => job.node !== '', {
-    message: 'a cluster-scoped key has no Node',
-    path: ['node'],
-  });
-export type NodeConditionJob = z.infer<typeof nodeConditionJobSchema>;
-
-/** The BullMQ job name of a node condition evaluation. Renaming it is a breaking change. */
-export const NODE_CONDITION_JOB_NAME = 'evaluate';
-
-/** The backoff type of node condition jobs, implemented by {@link NodeConditionWorker}. */
-export const NODE_CONDITION_BACKOFF_TYPE = 'slicekeeper-node-status';
-
-/**
- * Deduplication per node with `keepLastIfActive`: across all replicas at most one evaluation of
- * a node runs at a time, and asking while one runs yields exactly one follow-up. Transient
- * failures retry for ever with the syncer's backoff (BullMQ needs a number; this one is never
- * reached); a waiting retry absorbs new asks and reads the latest state when it runs.
- */
-export function nodeConditionJobOptions(node: string): JobsOptions {
-  return {
-    deduplication: { id: node, keepLastIfActive: true },
-    attempts: Number.MAX_SAFE_INTEGER,
-    backoff: { type: NODE_CONDITION_BACKOFF_TYPE },
-    removeOnComplete: true,
-    removeOnFail: { count: 100 },
-  };
-}
+// The queue's job contract lives with its factory in @slicekeeper/queue.
+export {
+  NODE_CONDITION_BACKOFF_TYPE,
+  NODE_CONDITION_JOB_NAME,
+  nodeConditionJobOptions,
+  nodeConditionJobSchema,
+} from '@slicekeeper/queue';
+export type { NodeConditionJob } from '@slicekeeper/queue';
 
 export interface NodeConditionQueueOptions {
   connection: RedisClient;
@@ -63,10 +39,7 @@ export class NodeConditionQueue {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: NodeConditionQueueOptions) {
-    this.queue = new Queue<NodeConditionJob>(NODE_STATUS_QUEUE_NAME, {
-      connection: options.connection,
-      prefix: queuePrefix(options.prefix ?? 'sk'),
-    });
+    this.queue = createNodeConditionQueue(options);
   }
 
   /** Asks for an evaluation of `node`; absorbed by one that waits already. */

@@ -1,8 +1,7 @@
-import { Worker } from 'bullmq';
-import type { Job } from 'bullmq';
-import type { RedisClient } from '@slicekeeper/queue';
+import type { Job, Worker } from 'bullmq';
+import { createQueueWorker } from '@slicekeeper/queue';
+import type { QueueName, RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
-import { queuePrefix } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import { retryDelayMs } from './backoff';
 import type { BackoffPolicy } from './backoff';
@@ -29,25 +28,16 @@ export interface RetryingWorkerOptions {
  * often that happens, worker errors logged as `<what> error`.
  */
 export function retryingWorker<T>(
-  queue: string,
+  queue: QueueName,
   what: string,
   process: (job: Job<T>) => Promise<void>,
   options: RetryingWorkerOptions,
 ): Worker<T> {
   const random = options.random ?? Math.random;
-  const worker = new Worker<T>(queue, process, {
-    connection: options.connection,
-    prefix: queuePrefix(options.prefix ?? 'sk'),
-    autorun: false,
-    concurrency: options.concurrency,
-    lockDuration: options.lockDurationMs ?? 5000,
-    stalledInterval: options.stalledIntervalMs ?? 2000,
-    // A stalled job is one whose replica died: run it again, however often that happens.
-    maxStalledCount: Number.MAX_SAFE_INTEGER,
-    settings: {
-      backoffStrategy: (attemptsMade, _type, error) =>
-        retryDelayMs(attemptsMade, error, random, options.backoff),
-    },
+  const worker = createQueueWorker<T>(queue, process, {
+    ...options,
+    backoffDelayMs: (attemptsMade, error) =>
+      retryDelayMs(attemptsMade, error, random, options.backoff),
   });
   worker.on('error', (error) => {
     // Unless routed to the process's outage log (`RedisConnections.addErrorSources`), which

@@ -1,7 +1,13 @@
 import type { EventEmitter } from 'node:events';
-import { Queue, UnrecoverableError, Worker } from 'bullmq';
-import type { Job } from 'bullmq';
-import { redisHealth } from '@slicekeeper/queue';
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
+import {
+  MAINTENANCE_JOB_OPTIONS,
+  createMaintenanceQueue,
+  createQueueWorker,
+  createSyncQueue,
+  redisHealth,
+} from '@slicekeeper/queue';
 import type { RedisClient } from '@slicekeeper/queue';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -9,7 +15,6 @@ import {
   MAINTENANCE_QUEUE_NAME,
   SYNC_QUEUE_NAME,
   maintenanceJobs,
-  queuePrefix,
   syncJobSchema,
 } from '@slicekeeper/contracts';
 import type { MaintenanceJob, SliceKey, SyncJob, SyncStatus } from '@slicekeeper/contracts';
@@ -73,9 +78,6 @@ export interface SyncWorkerOptions {
   onStatus?: (key: SliceKey, status: SyncStatus) => void;
 }
 
-/** Kept in the failed set: few, for looking at what went wrong. */
-const MAINTENANCE_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 10 };
-
 /**
  * Everything BullMQ in the slice-syncer: the worker of the sync queue (one replica of the
  * syncer) and the job schedulers and worker of the maintenance queue.
@@ -95,10 +97,8 @@ export class SyncWorker {
 
   constructor(private readonly options: SyncWorkerOptions) {
     const { logger } = options;
-    const prefix = queuePrefix(options.prefix ?? 'sk');
-    this.queue =
-      options.queue ??
-      new Queue<SyncJob>(SYNC_QUEUE_NAME, { connection: options.connection, prefix });
+    const { prefix } = options;
+    this.queue = options.queue ?? createSyncQueue({ connection: options.connection, prefix });
     this.worker = retryingWorker<SyncJob>(SYNC_QUEUE_NAME, 'worker', (job) => this.sync(job), {
       ...options,
       concurrency: options.concurrency ?? 8,
@@ -106,11 +106,13 @@ export class SyncWorker {
 
     if (options.maintenance !== undefined) {
       const { connection } = options.maintenance;
-      const worker = new Worker(MAINTENANCE_QUEUE_NAME, (job: Job) => this.maintain(job), {
+      const worker = createQueueWorker(MAINTENANCE_QUEUE_NAME, (job: Job) => this.maintain(job), {
         connection,
         prefix,
-        autorun: false,
         concurrency: 1,
+        // A run may take a while (a resync enqueues every key); BullMQ's defaults.
+        lockDurationMs: 30_000,
+        stalledIntervalMs: 30_000,
       });
       worker.on('error', (error) => {
         // Unless routed to the process's outage log (`errorSources`).
@@ -122,7 +124,7 @@ export class SyncWorker {
         logger.warn({ job: job?.name, err: errorMessage(error) }, 'maintenance run failed');
       });
       this.maintenance = {
-        queue: new Queue(MAINTENANCE_QUEUE_NAME, { connection, prefix }),
+        queue: createMaintenanceQueue({ connection, prefix }),
         worker,
         options: options.maintenance,
       };
