@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { apiErrors } from './api-error';
-import { FieldPath, fieldError } from './field-errors';
+import { FieldPath, errorString, fieldError, goQuote } from './field-errors';
 import type { FieldError } from './field-errors';
 import { goJsonSyntaxError } from './go-json';
 import type { ApiRequest } from './handler-context';
@@ -123,9 +123,34 @@ export function validateListOptions(req: ApiRequest, watch: boolean): void {
     throw apiErrors.invalid({ group: 'meta.k8s.io', name: 'ListOptions' }, '', errs);
 }
 
-export function parseRv(value: string): number {
-  if (!/^\d+$/.test(value)) throw apiErrors.badRequest(`invalid resource version: ${value}`);
-  return Number(value);
+/** Go's `strconv.ParseBool`, as the query parameter conversion reads a boolean option. */
+export function queryBool(value: string | null): boolean {
+  return value !== null && ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value);
+}
+
+/**
+ * A resourceVersion as `APIObjectVersioner.ParseResourceVersion`
+ * (`staging/src/k8s.io/apiserver/pkg/storage/api_object_versioner.go`) reads it: "" and "0" are
+ * 0, anything but a uint64 is a `storage.InvalidError` on `resourceVersion` carrying strconv's
+ * text. The watch cache returns that error as it is, which the handler answers as a 500 without
+ * a reason (get, watch, and lists it serves); a list that goes to etcd (`resourceVersionMatch=
+ * Exact`, or a limit with a version: `cacher/delegator.go` `shouldDelegateList`) wraps it in a
+ * 400 "invalid resource version: …". @throws ApiError
+ */
+export function parseRv(value: string, fromEtcd = false): number {
+  if (value === '' || value === '0') return 0;
+  if (/^\d+$/.test(value) && BigInt(value) <= 18446744073709551615n) return Number(value);
+  const reason = /^\d+$/.test(value) ? 'value out of range' : 'invalid syntax';
+  const text = errorString(
+    fieldError.invalid(
+      FieldPath.root('resourceVersion'),
+      value,
+      `strconv.ParseUint: parsing ${goQuote(value)}: ${reason}`,
+    ),
+  );
+  throw fromEtcd
+    ? apiErrors.badRequest(`invalid resource version: ${text}`)
+    : apiErrors.unknown(500, text);
 }
 
 export const INCONSISTENT_CONTINUE =

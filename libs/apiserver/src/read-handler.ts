@@ -19,8 +19,19 @@ import { render, renderList } from './response-encoding';
 
 /** The reads: get of one object, and list with selectors, versions and pages. */
 
-export function get(ctx: HandlerContext, req: ApiRequest): ApiResult {
-  return render(ctx, req, existingObject(ctx, req), 200);
+/**
+ * A get with a resourceVersion is served from the watch cache once it has caught up with it
+ * (`cacher/delegator.go` `Get`): a malformed one is the versioner's error, one the cache does not
+ * reach in time is "Too large resource version".
+ */
+export function get(ctx: HandlerContext, req: ApiRequest): ApiResult | Promise<ApiResult> {
+  const rv = parseRv(req.query.get('resourceVersion') ?? '');
+  const answer = () => render(ctx, req, existingObject(ctx, req), 200);
+  if (rv <= ctx.store.resourceVersion) return answer();
+  return ctx.store.waitForResourceVersion(rv, TOO_LARGE_RV_WAIT_MS).then((reached) => {
+    if (!reached) throw apiErrors.tooLargeResourceVersion(rv, ctx.store.resourceVersion);
+    return answer();
+  });
 }
 
 export async function list(ctx: HandlerContext, req: ApiRequest): Promise<ApiResult> {
@@ -51,7 +62,8 @@ export async function list(ctx: HandlerContext, req: ApiRequest): Promise<ApiRes
       atRv = token.rv;
     }
   } else if (rvText !== '' && rvText !== '0') {
-    const rv = parseRv(rvText);
+    const limited = Number.parseInt(q.get('limit') ?? '', 10) > 0;
+    const rv = parseRv(rvText, match === 'Exact' || (match === '' && limited));
     if (rv > ctx.store.resourceVersion) {
       const reached = await ctx.store.waitForResourceVersion(rv, TOO_LARGE_RV_WAIT_MS);
       if (!reached) throw apiErrors.tooLargeResourceVersion(rv, ctx.store.resourceVersion);

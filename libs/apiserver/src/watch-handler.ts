@@ -7,6 +7,7 @@ import {
   TOO_LARGE_RV_WAIT_MS,
   matcher,
   parseRv,
+  queryBool,
   scope,
   selectors,
   validateListOptions,
@@ -42,8 +43,18 @@ export function watch(ctx: HandlerContext, req: ApiRequest): WatchResult | Promi
   const rvText = q.get('resourceVersion') ?? '';
   const timeoutText = q.get('timeoutSeconds') ?? '';
   const timeoutS = timeoutText === '' ? WATCH_DEFAULT_TIMEOUT_S : Number.parseInt(timeoutText, 10);
-  const bookmarks = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1';
-  const sendInitialEvents = q.get('sendInitialEvents') === 'true';
+  const bookmarks = queryBool(q.get('allowWatchBookmarks'));
+  // SetListOptionsDefaults (`apimachinery/pkg/apis/meta/internalversion/defaults.go`, WatchList
+  // on in 1.34): a watch from "" or "0" that does not say otherwise is a watch-list, so its
+  // initial events end with the annotated bookmark when bookmarks are allowed.
+  const sendParam = q.get('sendInitialEvents');
+  const legacyStart = rvText === '' || rvText === '0';
+  const sendInitialEvents =
+    sendParam === null
+      ? legacyStart && (q.get('resourceVersionMatch') ?? '') === ''
+      : queryBool(sendParam);
+  // A malformed version fails the request before the stream starts (`cacher.go` `Watch`).
+  const requestedRv = parseRv(rvText);
   const matchFn = matcher(labels, fields) ?? (() => true);
   const nameFilter = req.name;
   const namespaceFilter = req.namespace;
@@ -56,12 +67,14 @@ export function watch(ctx: HandlerContext, req: ApiRequest): WatchResult | Promi
     let replay: { type: EventType; object: StoredObject }[] = [];
     let expired: ApiError | undefined;
     let initialEventsEnd = false;
-    if (rvText === '' || rvText === '0' || sendInitialEvents) {
+    if (sendInitialEvents) {
       const listed = ctx.store.list(req.type.resource, { ...scope(req), match: matches });
       initial.push(...listed.items);
-      initialEventsEnd = bookmarks && (sendInitialEvents || rvText === '');
-    } else {
-      const rv = parseRv(rvText);
+      // The cacher annotates the first bookmark only for a watch-list that allows bookmarks
+      // (`cacher.go` `isListWatchRequest`, `cache_watcher.go` `convertToWatchEvent`).
+      initialEventsEnd = bookmarks;
+    } else if (!legacyStart) {
+      const rv = requestedRv;
       try {
         replay = ctx.store
           .eventsSince(req.type.resource, rv)
@@ -102,13 +115,8 @@ export function watch(ctx: HandlerContext, req: ApiRequest): WatchResult | Promi
       },
     };
   };
-  if (
-    rvText !== '' &&
-    rvText !== '0' &&
-    /^\d+$/.test(rvText) &&
-    Number(rvText) > ctx.store.resourceVersion
-  ) {
-    const wanted = Number(rvText);
+  if (requestedRv > ctx.store.resourceVersion) {
+    const wanted = requestedRv;
     return ctx.store.waitForResourceVersion(wanted, TOO_LARGE_RV_WAIT_MS).then((reached) => {
       if (!reached) {
         const error = apiErrors.tooLargeResourceVersion(wanted, ctx.store.resourceVersion);
