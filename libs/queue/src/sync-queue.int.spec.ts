@@ -152,24 +152,13 @@ describe('SyncQueue', () => {
     const first = await holdFirstJob('snapshot');
     // Three changes land while the first sync runs: they must yield one follow-up, not zero
     // (a plain jobId would drop them) and not three (and never a second concurrent sync).
-    await harness.queue.enqueue(key('node-a'), 'snapshot');
+    await harness.queue.enqueue(key('node-a'), 'janitor');
     await harness.queue.enqueue(key('node-a'), 'stream-lost');
-    await harness.queue.enqueue(key('node-a'), 'health');
+    await harness.queue.enqueue(key('node-a'), 'resync');
     expect(harness.taken).toHaveLength(1);
     first.release();
     await harness.drained(2);
-    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot', 'health']);
-  });
-
-  it('adds no follow-up for a resync or the janitor while the key is syncing', async () => {
-    harness = new Harness('check-while-running');
-    const first = await holdFirstJob('snapshot');
-    // The running sync checks the key already; a check must not replace a follow-up either.
-    await harness.queue.enqueue(key('node-a'), 'janitor');
-    await harness.queue.enqueue(key('node-a'), 'resync', 3_600_000);
-    first.release();
-    await harness.drained(1);
-    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot']);
+    expect(harness.taken.map(({ reason }) => reason)).toEqual(['snapshot', 'resync']);
   });
 
   it.each<[level: string, urgent: SyncReason, backlog: SyncReason]>([
@@ -236,14 +225,14 @@ describe('SyncQueue', () => {
     harness = new Harness('raise-follow-up');
     const first = await holdFirstJob('snapshot');
     await harness.enqueueMany('backlog', 'resync', 20);
-    // BullMQ keeps only the last add's options for the follow-up: a change's priority.
+    // BullMQ keeps only the last add's options for the follow-up: a resync's priority.
     await harness.queue.enqueue(key('node-a'), 'stream-lost');
-    await harness.queue.enqueue(key('node-a'), 'slice-changed');
+    await harness.queue.enqueue(key('node-a'), 'resync');
     first.release();
     await harness.drained(22);
     expect(harness.taken.slice(0, 2)).toEqual([
       { node: 'node-a', reason: 'snapshot', priority: 3 },
-      { node: 'node-a', reason: 'slice-changed', priority: 1 },
+      { node: 'node-a', reason: 'resync', priority: 1 },
     ]);
   });
 
@@ -256,7 +245,7 @@ describe('SyncQueue', () => {
     await harness.drained(2);
     expect(harness.taken).toEqual([
       { node: 'node-a', reason: 'snapshot', priority: 3 },
-      { node: 'node-a', reason: 'snapshot', priority: 3 },
+      { node: 'node-a', reason: 'resync', priority: 3 },
     ]);
   });
 
@@ -331,7 +320,10 @@ describe('SyncQueue', () => {
       'first-snapshot',
       'janitor',
     ];
-    // One clock orders adds and syncs: a sync that starts after an add returned reads its news.
+    // One clock orders adds and syncs: a sync that starts after an add was asked for reads its
+    // news (a producer writes the news before it asks). An add may return after that sync
+    // started: a resync asked while the key's job waits is dropped, and the job may start while
+    // the add looks.
     let clock = 0;
     const lastAdd = new Map<string, number>();
     const lastStart = new Map<string, number>();
@@ -352,8 +344,9 @@ describe('SyncQueue', () => {
       producers.map(async (producer, p) => {
         for (let i = 0; i < 60; i++) {
           const node = nodes[(i + p) % nodes.length] ?? 'node-a';
+          const asked = ++clock;
           await producer.enqueue(key(node), reasons[(i * 7 + p) % reasons.length] ?? 'snapshot');
-          lastAdd.set(node, ++clock);
+          lastAdd.set(node, asked);
         }
       }),
     );

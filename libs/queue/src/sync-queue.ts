@@ -50,14 +50,10 @@ export function syncJobOptions(key: SliceKey, reason: SyncReason): JobsOptions {
   };
 }
 
-/** The states (BullMQ's public `JobState`) of a job that will still run (again). */
-const PENDING_STATES: ReadonlySet<JobState | 'unknown'> = new Set<JobState>([
-  'active',
-  'waiting',
-  'prioritized',
-  'delayed',
-  'waiting-children',
-]);
+/** Whether a job in this state (BullMQ's `getJobState`) will still run (again). */
+function isPending(state: JobState | 'unknown'): boolean {
+  return state !== 'completed' && state !== 'failed' && state !== 'unknown';
+}
 
 /**
  * The producer side of the sync queue: asks for a key to be synced. Built on BullMQ's public
@@ -81,13 +77,13 @@ export class SyncQueue {
    * - A job waits (or waits out a backoff or a resync's spread): it absorbs the call, and its
    *   priority is raised to the reason's when that is more urgent; news (see `bringsNews`) also
    *   cuts its wait short (BullMQ's `reschedule`).
-   * - The key's job runs: news becomes its follow-up (one, however many calls), which runs at
+   * - The key's job runs: the call becomes its follow-up (one, however many calls), which runs at
    *   once, at least as urgently as the most urgent call it absorbed: that urgency is kept on
    *   the running job's priority (which a retry of it also runs at), and the follow-up is stored
    *   again with it when a later, less urgent call replaced it.
-   * - A resync or janitor call while the key has a pending job is dropped: that job checks the
-   *   key anyway, and the call must neither replace a follow-up that carries news nor cut a
-   *   backoff short.
+   * - A resync or janitor call while a job of the key waits is dropped: that job checks the key
+   *   anyway, and a check must not cut a backoff short. While the key's job runs, it becomes
+   *   the follow-up as news does (the running sync may have read the key before the call).
    *
    * Each step is one of BullMQ's atomic scripts; the steps are not one atomic step, which
    * leaves three windows, each one round trip to Redis wide. None loses a sync (a job only
@@ -96,12 +92,13 @@ export class SyncQueue {
    *    raises (both more urgent than before).
    * 2. When the key's job finishes between a call that replaced its follow-up and the call's
    *    second add, the follow-up keeps that call's priority rather than the most urgent one.
-   * 3. When a job for the key appears, starts and is given a follow-up with news between a
-   *    resync's check and its add, and finishes before the add is looked at, the follow-up
-   *    runs after the resync's spread.
+   * 3. When the key's job finishes between a resync call that replaced its follow-up and the
+   *    call's second add, the follow-up runs after the resync's spread; and when a waiting job
+   *    starts between a resync's check and its add, and is given a follow-up with news
+   *    meanwhile, the same can happen.
    */
   async enqueue(key: SliceKey, reason: SyncReason, delayMs = 0): Promise<void> {
-    if (!bringsNews(reason) && (await this.pendingJobOf(key)) !== undefined) return;
+    if (!bringsNews(reason) && (await this.hasWaitingJob(key))) return;
     const data: SyncJob = { node: key.node, driver: key.driver, reason };
     let priority = syncPriority(reason);
     let delay = delayMs;
@@ -133,12 +130,13 @@ export class SyncQueue {
     return this.closing;
   }
 
-  /** The id of the key's job that will still run (again), if any. */
-  private async pendingJobOf(key: SliceKey): Promise<string | undefined> {
+  /** Whether a job of the key waits to run (not yet running, or again after a failure). */
+  private async hasWaitingJob(key: SliceKey): Promise<boolean> {
     const id = await this.queue.getDeduplicationJobId(syncDeduplicationId(key));
-    if (id === null) return undefined;
+    if (id === null) return false;
     // A deduplication id that outlived its job (BullMQ's add recovers from that) names none.
-    return PENDING_STATES.has(await this.queue.getJobState(id)) ? id : undefined;
+    const state = await this.queue.getJobState(id);
+    return isPending(state) && state !== 'active';
   }
 
   /**
@@ -153,7 +151,7 @@ export class SyncQueue {
   ): Promise<number | undefined> {
     const [state, job] = await Promise.all([this.queue.getJobState(id), this.queue.getJob(id)]);
     // It finished since: it started after the add, or made the add its follow-up.
-    if (job === undefined || !PENDING_STATES.has(state)) return undefined;
+    if (job === undefined || !isPending(state)) return undefined;
     // Priority 0 is a job BullMQ put back unprioritized (a stalled one): taken first already.
     let kept = job.priority;
     if (kept !== 0 && kept > priority) {
