@@ -147,6 +147,17 @@ describe('NotFound', () => {
   });
 });
 
+describe('NotFound of a Namespace', () => {
+  // The emulator stores no Namespace objects: only the four a new cluster has exist.
+  it('names a namespace that does not exist, and does not claim a system one is missing', async () => {
+    const missing = await call('GET', '/api/v1/namespaces/nope');
+    expect(missing.status).toBe(404);
+    expect(missing.body.message).toBe('namespaces "nope" not found');
+    const system = await call('GET', '/api/v1/namespaces/kube-system');
+    expect(system.body.message).not.toBe('namespaces "kube-system" not found');
+  });
+});
+
 describe('MethodNotAllowed', () => {
   const notAllowed = {
     kind: 'Status',

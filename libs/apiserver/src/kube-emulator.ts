@@ -312,6 +312,7 @@ export class KubeEmulator {
       owner: nodeType,
       dependent: resourceSliceType,
       now,
+      collectDangling: options.garbageCollection !== false,
       ...(options.garbageCollectionDelayMs === undefined
         ? {}
         : { delayMs: options.garbageCollectionDelayMs }),
@@ -625,13 +626,18 @@ export class KubeEmulator {
           return;
         }
         throw (
-          unmodelledRouteError(method, path, this.release, (gv, resource, ns, name) =>
-            this.servedTypes.some(
-              (t) =>
-                t.apiVersion === gv &&
-                t.resource === resource &&
-                this.store.get(resource, objectKey(ns, name)) !== undefined,
-            ),
+          unmodelledRouteError(
+            method,
+            path,
+            this.release,
+            (gv, resource, ns, name) =>
+              (gv === 'v1' && resource === 'namespaces' && SYSTEM_NAMESPACES.has(name)) ||
+              this.servedTypes.some(
+                (t) =>
+                  t.apiVersion === gv &&
+                  t.resource === resource &&
+                  this.store.get(resource, objectKey(ns, name)) !== undefined,
+              ),
           ) ?? apiErrors.pathNotFound()
         );
       }
