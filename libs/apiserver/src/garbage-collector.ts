@@ -13,6 +13,11 @@ export interface GarbageCollectorOptions {
   now: () => number;
   /** Delay before the collector acts on a deletion, ms (it runs in the background). @defaultValue 0 */
   delayMs?: number;
+  /**
+   * Whether the collector also watches dependents for owners that do not exist (off for a
+   * recording made without kube-controller-manager). @defaultValue true
+   */
+  collectDangling?: boolean;
 }
 
 const MANAGER = 'kube-controller-manager';
@@ -22,6 +27,13 @@ const MANAGER = 'kube-controller-manager';
  * Node goes, the ResourceSlices it owns (by uid) go too, in the background. Orphan and Foreground
  * propagation are honoured through the `orphan` and `foregroundDeletion` finalizers, and a
  * dependent with other owners only loses the reference to the deleted one.
+ *
+ * A dependent written with a reference to a Node that does not exist, or whose uid is not the
+ * live Node's, is collected as the real collector does (`pkg/controller/garbagecollector/
+ * garbagecollector.go` `attemptToDeleteItem`, `isDangling`: the owner is looked up by name and
+ * counts as absent when missing or of another uid; a dependent with no solid owner left is
+ * deleted, one with another solid owner loses the dangling references). References to kinds other
+ * than Node are not looked up: they count as alive.
  */
 export class GarbageCollector {
   private readonly store: ObjectStore;
@@ -30,6 +42,7 @@ export class GarbageCollector {
   private readonly now: () => number;
   private readonly delayMs: number;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly stopObserving: (() => void) | undefined;
   private closed = false;
 
   constructor(options: GarbageCollectorOptions) {
@@ -38,6 +51,45 @@ export class GarbageCollector {
     this.dependent = options.dependent;
     this.now = options.now;
     this.delayMs = options.delayMs ?? 0;
+    this.stopObserving =
+      options.collectDangling === false
+        ? undefined
+        : this.store.observe((event) => {
+            if (event.resource === this.dependent.resource && event.type !== 'DELETED')
+              this.schedule(() => {
+                this.collectIfDangling(event.object);
+              });
+          });
+  }
+
+  private schedule(work: () => void): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (!this.closed) work();
+    }, this.delayMs);
+    this.timers.add(timer);
+  }
+
+  /** The dependent's Node references that name no live Node of that uid. */
+  private collectIfDangling(written: StoredObject): void {
+    const live = this.store.get(this.dependent.resource, written.key);
+    if (live?.uid !== written.uid) return;
+    const meta = objAt(live.object, 'metadata');
+    if ((listAt(meta, 'finalizers') ?? []).length > 0 || meta?.deletionTimestamp !== undefined)
+      return;
+    const refs = (listAt(meta, 'ownerReferences') ?? []).filter(isJsonObject);
+    const dangling = refs.filter((r) => this.ownerGone(r));
+    if (dangling.length === 0) return;
+    if (dangling.length === refs.length) {
+      this.store.delete(this.dependent.resource, live.key);
+      return;
+    }
+    for (const ref of dangling)
+      if (typeof ref.uid === 'string') {
+        const current = this.store.get(this.dependent.resource, live.key);
+        if (current !== undefined) this.dropReference(current, ref.uid);
+      }
   }
 
   /** Called for every deletion (or deletion marking) the API performs. */
@@ -46,9 +98,7 @@ export class GarbageCollector {
     const isOwner = type.resource === this.owner.resource;
     // Objects without dependents only need their orphan/foregroundDeletion finalizer removed.
     if (!isOwner && propagation === 'Background') return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      if (this.closed) return;
+    this.schedule(() => {
       if (isOwner) {
         this.collect(object, propagation);
         return;
@@ -61,8 +111,7 @@ export class GarbageCollector {
           propagation === 'Orphan' ? 'orphan' : 'foregroundDeletion',
         );
       }
-    }, this.delayMs);
-    this.timers.add(timer);
+    });
   }
 
   private collect(owner: StoredObject, propagation: string): void {
@@ -141,6 +190,7 @@ export class GarbageCollector {
 
   close(): void {
     this.closed = true;
+    this.stopObserving?.();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
   }

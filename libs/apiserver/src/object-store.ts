@@ -208,6 +208,7 @@ export class ObjectStore {
   private floor: number;
   private pending: StoreEvent[] = [];
   private flushScheduled = false;
+  private readonly observers = new Set<(event: StoreEvent) => void>();
   private readonly rvWaiters = new Set<() => void>();
   /** No object expires before this time (ms since the epoch); a lower bound, never too late. */
   private earliestExpiry = Infinity;
@@ -428,7 +429,21 @@ export class ObjectStore {
     this.flushScheduled = false;
     const events = this.pending;
     this.pending = [];
-    for (const event of events) this.dispatch(event);
+    for (const event of events) {
+      this.dispatch(event);
+      for (const observer of this.observers) observer(event);
+    }
+  }
+
+  /**
+   * Sees every change after the watchers do, as a controller's informer would; unlike a watch it
+   * is no API stream (not counted, not ended by a reset).
+   */
+  observe(observer: (event: StoreEvent) => void): () => void {
+    this.observers.add(observer);
+    return () => {
+      this.observers.delete(observer);
+    };
   }
 
   private dispatch(event: StoreEvent): void {

@@ -1,0 +1,134 @@
+import { callEmulator, firstWatchEvents } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
+import { startKubeEmulator } from './start-kube-emulator';
+import type { RunningKubeEmulator } from './start-kube-emulator';
+
+/**
+ * Dependents whose owner does not exist, collected as kube-controller-manager's garbage
+ * collector does (`pkg/controller/garbagecollector/garbagecollector.go`): an owner reference
+ * that the graph has not seen becomes a virtual node, `attemptToDeleteItem` looks the owner up
+ * through the API by name, and `isDangling` counts it as absent when it is missing or has another
+ * uid; a dependent left without a solid owner is deleted (`classifyReferences`), one that still
+ * has a solid owner is patched to drop the dangling references.
+ */
+
+const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
+const NODES = '/api/v1/nodes';
+
+let running: RunningKubeEmulator;
+
+beforeEach(async () => {
+  running = await startKubeEmulator({ port: 0 });
+});
+
+afterEach(async () => {
+  await running.close();
+});
+
+function call(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Json }> {
+  return callEmulator(running.url, method, path, body);
+}
+
+function nodeRef(name: string, uid: string): Json {
+  return { apiVersion: 'v1', kind: 'Node', name, uid, controller: true };
+}
+
+function slice(name: string, ownerReferences: Json[]): Json {
+  return {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceSlice',
+    metadata: { name, ownerReferences },
+    spec: {
+      driver: 'gpu.example.com',
+      nodeName: 'node-a',
+      pool: { name: 'node-a', generation: 1, resourceSliceCount: 1 },
+      devices: [{ name: 'gpu-0' }],
+    },
+  };
+}
+
+async function createNode(name: string): Promise<string> {
+  const created = await call('POST', NODES, { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+  expect(created.status).toBe(201);
+  return (created.body.metadata as Json).uid as string;
+}
+
+async function listRv(): Promise<string> {
+  return ((await call('GET', SLICES)).body.metadata as Json).resourceVersion as string;
+}
+
+/** Creates slices, then waits for the next `count` slice events. */
+async function createAndWatch(slices: Json[], count: number): Promise<string[]> {
+  const rv = await listRv();
+  const watching = firstWatchEvents(
+    `${running.url}${SLICES}?watch=true&resourceVersion=${rv}`,
+    {},
+    count,
+  );
+  for (const s of slices) expect((await call('POST', SLICES, s)).status).toBe(201);
+  const events = await watching;
+  return events.map(
+    (e) => `${e.type as string} ${((e.object as Json).metadata as Json).name as string}`,
+  );
+}
+
+describe('dangling owner references', () => {
+  it('collects a slice owned by a Node that never existed', async () => {
+    const events = await createAndWatch([slice('orphan', [nodeRef('ghost', 'uid-ghost')])], 2);
+    expect(events).toEqual(['ADDED orphan', 'DELETED orphan']);
+    expect((await call('GET', `${SLICES}/orphan`)).status).toBe(404);
+  });
+
+  it('collects a slice whose owner uid is not the live Node’s, and keeps a correctly owned one', async () => {
+    const uid = await createNode('node-a');
+    const events = await createAndWatch(
+      [
+        slice('owned', [nodeRef('node-a', uid)]),
+        slice('stale', [nodeRef('node-a', 'uid-of-an-earlier-node-a')]),
+      ],
+      3,
+    );
+    expect(events).toEqual(['ADDED owned', 'ADDED stale', 'DELETED stale']);
+    expect((await call('GET', `${SLICES}/owned`)).status).toBe(200);
+  });
+
+  it('drops only the dangling reference of a slice that still has a live owner', async () => {
+    const uid = await createNode('node-a');
+    const events = await createAndWatch(
+      [
+        slice('shared', [
+          nodeRef('node-a', uid),
+          { ...nodeRef('ghost', 'uid-ghost'), controller: false },
+        ]),
+      ],
+      2,
+    );
+    expect(events).toEqual(['ADDED shared', 'MODIFIED shared']);
+    const live = await call('GET', `${SLICES}/shared`);
+    expect((live.body.metadata as Json).ownerReferences).toEqual([nodeRef('node-a', uid)]);
+  });
+
+  it('collects a slice patched to reference a missing Node', async () => {
+    const uid = await createNode('node-a');
+    expect((await call('POST', SLICES, slice('moved', [nodeRef('node-a', uid)]))).status).toBe(201);
+    const rv = await listRv();
+    const watching = firstWatchEvents(
+      `${running.url}${SLICES}?watch=true&resourceVersion=${rv}`,
+      {},
+      2,
+    );
+    const patched = await callEmulator(
+      running.url,
+      'PATCH',
+      `${SLICES}/moved`,
+      { metadata: { ownerReferences: [nodeRef('node-b', 'uid-b')] } },
+      'application/merge-patch+json',
+    );
+    expect(patched.status).toBe(200);
+    expect((await watching).map((e) => e.type)).toEqual(['MODIFIED', 'DELETED']);
+  });
+});
