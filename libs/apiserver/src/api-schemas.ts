@@ -103,8 +103,8 @@ const nodeSpec = struct('NodeSpec', [
 const nodeCondition = struct('NodeCondition', [
   ['type', STRING],
   ['status', STRING],
-  ['lastHeartbeatTime', TIME, 'omitempty,ptr'],
-  ['lastTransitionTime', TIME, 'omitempty,ptr'],
+  ['lastHeartbeatTime', TIME, 'ptr'],
+  ['lastTransitionTime', TIME, 'ptr'],
   ['reason', STRING, 'omitempty'],
   ['message', STRING, 'omitempty'],
 ]);

@@ -197,11 +197,18 @@ describe('Node status subresource', () => {
     expect(patched?.status).toBe(200);
     const node = patched?.body ?? {};
     // spec is the stored one; metadata is the request's (the node status strategy resets only
-    // the spec); a merge patch replaces the conditions list.
+    // the spec); a merge patch replaces the conditions list. Unset condition times are Go's
+    // zero metav1.Time, which `omitempty` does not omit: null.
     expect(node.spec).toEqual(created.spec);
     expect(metadataOf(node).labels).toEqual({ 'example.com/through-status': 'yes' });
     expect((node.status as Json).conditions).toEqual([
-      { type: 'Ready', status: 'False', reason: 'KubeletNotReady' },
+      {
+        type: 'Ready',
+        status: 'False',
+        lastHeartbeatTime: null,
+        lastTransitionTime: null,
+        reason: 'KubeletNotReady',
+      },
     ]);
     expect(Number(metadataOf(node).resourceVersion)).toBeGreaterThan(Number(rv));
     expect(event).toEqual({ type: 'MODIFIED', object: node });
