@@ -211,6 +211,14 @@ function servedGroupVersions(
   return served;
 }
 
+/**
+ * The ETag of an aggregated discovery document (`endpoints/discovery/aggregated/etag.go`
+ * `calculateETag`): the upper-case hex SHA-512 of its JSON, quoted as `strconv.Quote` does.
+ */
+export function discoveryETag(json: string): string {
+  return `"${createHash('sha512').update(json).digest('hex').toUpperCase()}"`;
+}
+
 /** apiserver's `StorageVersionHash`: the first 8 bytes of sha256("group/version/kind"), base64. */
 export function storageVersionHash(groupVersionKind: string): string {
   return createHash('sha256').update(groupVersionKind).digest().subarray(0, 8).toString('base64');

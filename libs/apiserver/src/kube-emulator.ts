@@ -8,6 +8,7 @@ import type { Clock } from '@slicekeeper/time';
 import { ApiError, apiErrors } from './api-error';
 import {
   aggregatedDiscovery,
+  discoveryETag,
   apiGroup,
   apiGroupList,
   apiResourceList,
@@ -617,7 +618,7 @@ export class KubeEmulator {
             `forbidden: User "${user.name}" cannot ${method.toLowerCase()} path "${path}"`,
           );
         }
-        code = this.nonResource(method, path, accept, res);
+        code = this.nonResource(method, path, accept, res, req.headers['if-none-match']);
         return;
       }
       if (route === undefined) {
@@ -734,6 +735,7 @@ export class KubeEmulator {
     path: string,
     accept: MediaRange[],
     res: ServerResponse,
+    ifNoneMatch?: string,
   ): number {
     const send = (body: unknown, contentType = 'application/json') => {
       res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private' });
@@ -756,8 +758,21 @@ export class KubeEmulator {
     }
     if (trimmed === '/api' || trimmed === '/apis') {
       const aggregated = wantsAggregatedDiscovery(accept);
-      if (aggregated === true)
-        return send(aggregatedDiscovery(trimmed === '/api', this.release), DISCOVERY_V2);
+      if (aggregated === true) {
+        // `ServeHTTPWithETag` (endpoints/discovery/aggregated/etag.go): ETag, Vary and a 304
+        // for a client that already has this document.
+        const json = JSON.stringify(aggregatedDiscovery(trimmed === '/api', this.release));
+        const etag = discoveryETag(json);
+        const cache = { ETag: etag, Vary: 'Accept', 'Cache-Control': 'public' };
+        if (ifNoneMatch === etag) {
+          res.writeHead(304, cache);
+          res.end();
+          return 304;
+        }
+        res.writeHead(200, { ...cache, 'Content-Type': DISCOVERY_V2 });
+        res.end(json);
+        return 200;
+      }
       if (aggregated === undefined && !accept.some(isJsonRange)) {
         throw apiErrors.notAcceptable([
           'application/json',
