@@ -1,5 +1,5 @@
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 
 /**
  * Aggregated discovery as kube-apiserver 1.34 serves it to kubectl and client-go
@@ -11,27 +11,20 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * preferred first, each resource with its scope, singular name, verbs and subresources.
  */
 
-type Json = Record<string, unknown>;
-
 const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const KUBECTL_ACCEPT = `${V2},application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json`;
 
-let running: RunningKubeEmulator;
+const kube = new EmulatorUnderTest();
 
-beforeAll(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterAll(async () => {
-  await running.close();
-});
+beforeAll(() => kube.start());
+afterAll(() => kube.close());
 
 async function discover(
   path: string,
   accept = KUBECTL_ACCEPT,
   extra: Record<string, string> = {},
 ): Promise<{ res: Response; body: Json | undefined }> {
-  const res = await fetch(`${running.url}${path}`, { headers: { Accept: accept, ...extra } });
+  const res = await fetch(`${kube.url}${path}`, { headers: { Accept: accept, ...extra } });
   const text = await res.text();
   return { res, body: text === '' ? undefined : (JSON.parse(text) as Json) };
 }

@@ -1,5 +1,6 @@
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
+import { failureStatus, METHOD_NOT_ALLOWED } from './emulator-objects.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 
 /**
  * The Status bodies of kube-apiserver 1.34's errors, for every resource discovery lists.
@@ -17,30 +18,11 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  *   metadata, then driver, pool, node selection, devices item by item).
  */
 
-type Json = Record<string, unknown>;
+const kube = new EmulatorUnderTest();
+const call = kube.call.bind(kube);
 
-let running: RunningKubeEmulator;
-
-beforeAll(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterAll(async () => {
-  await running.close();
-});
-
-async function call(
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+beforeAll(() => kube.start());
+afterAll(() => kube.close());
 
 interface Listed {
   groupVersion: string;
@@ -99,20 +81,14 @@ describe('NotFound', () => {
       expect({ path: objectPath(r, 'missing'), status: answer.status, body: answer.body }).toEqual({
         path: objectPath(r, 'missing'),
         status: 404,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: `${qualified} "missing" not found`,
+        body: failureStatus(404, `${qualified} "missing" not found`, {
           reason: 'NotFound',
           details: {
             name: 'missing',
             ...(r.group === '' ? {} : { group: r.group }),
             kind: r.resource,
           },
-          code: 404,
-        },
+        }),
       });
     }
   });
@@ -131,7 +107,7 @@ describe('NotFound', () => {
         },
       ],
     ] as const) {
-      const res = await fetch(`${running.url}${path}`, {
+      const res = await fetch(`${kube.url}${path}`, {
         method,
         headers: {
           'Content-Type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
@@ -159,17 +135,6 @@ describe('NotFound of a Namespace', () => {
 });
 
 describe('MethodNotAllowed', () => {
-  const notAllowed = {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: 'the server does not allow this method on the requested resource',
-    reason: 'MethodNotAllowed',
-    details: {},
-    code: 405,
-  };
-
   it.each([
     ['GET', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'],
     ['DELETE', '/apis/authorization.k8s.io/v1/subjectaccessreviews'],
@@ -185,7 +150,7 @@ describe('MethodNotAllowed', () => {
       path,
       method === 'GET' || method === 'DELETE' ? undefined : {},
     );
-    expect(answer).toEqual({ status: 405, body: notAllowed });
+    expect(answer).toEqual({ status: 405, body: METHOD_NOT_ALLOWED });
   });
 
   it.each([

@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { callEmulator, firstWatchEvents } from './emulator-requests.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
 import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
 
 /**
  * Events as a controller's event recorder (client-go tools/events) and kubectl use them: one
@@ -23,35 +22,22 @@ const CORE_EVENTS = '/api/v1/namespaces/default/events';
 const HOUR_MS = 60 * 60 * 1000;
 
 let dir: string;
-let running: RunningKubeEmulator;
+const kube = new EmulatorUnderTest();
+const call = kube.call.bind(kube);
 /** The emulator's clock, ms since the epoch; tests move it forward. */
 let nowMs: number;
-
-function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType?: string,
-): Promise<{ status: number; body: Json }> {
-  return callEmulator(running.url, method, path, body, contentType);
-}
 
 async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }> {
   try {
     return await run(
       KUBECTL,
-      ['--kubeconfig', running.kubeconfigPath ?? '', '--cache-dir', join(dir, 'cache'), ...args],
+      ['--kubeconfig', kube.kubeconfigPath ?? '', '--cache-dir', join(dir, 'cache'), ...args],
       { timeout: 20_000 },
     );
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string };
     return { stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
   }
-}
-
-/** Reads a watch stream until `count` events arrived, then hangs up. */
-function firstEvents(path: string, count: number): Promise<Json[]> {
-  return firstWatchEvents(`${running.url}${path}`, {}, count);
 }
 
 /** MicroTime of the emulator's clock, shifted by `offsetMs`. */
@@ -88,14 +74,14 @@ function causesOf(body: Json): { field?: string; message?: string }[] {
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kube-events-'));
   nowMs = Date.now();
-  running = await startKubeEmulator({
+  await kube.start({
     kubeconfigPath: join(dir, 'kubeconfig'),
     clock: { now: () => nowMs },
   });
 });
 
 afterEach(async () => {
-  await running.close();
+  await kube.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -150,8 +136,8 @@ describe('one Event, two APIs', () => {
       'f:reportingInstance': {},
       'f:type': {},
     });
-    expect(running.emulator.events('default')).toEqual([core.body]);
-    expect(running.emulator.events('kube-system')).toEqual([]);
+    expect(kube.emulator.events('default')).toEqual([core.body]);
+    expect(kube.emulator.events('kube-system')).toEqual([]);
   });
 
   it('reads a legacy core/v1 Event through events.k8s.io/v1 with the deprecated fields', async () => {
@@ -491,11 +477,11 @@ describe('field selectors and watch', () => {
       ...nodeEvent('node-a', 'u1', 'w2'),
       metadata: { name: 'w2' },
     });
-    const core = await firstEvents(`/api/v1/events?watch=true&resourceVersion=${rv}`, 3);
+    const core = await kube.firstWatchEvents(`/api/v1/events?watch=true&resourceVersion=${rv}`, 3);
     expect(core.map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'ADDED']);
     expect((core[1]?.object as Json).message).toBe('published 2 ResourceSlices');
 
-    const v1 = await firstEvents(`${V1_EVENTS}?watch=true&resourceVersion=${rv}`, 2);
+    const v1 = await kube.firstWatchEvents(`${V1_EVENTS}?watch=true&resourceVersion=${rv}`, 2);
     expect(v1.map((e) => [e.type, (e.object as Json).apiVersion])).toEqual([
       ['ADDED', 'events.k8s.io/v1'],
       ['MODIFIED', 'events.k8s.io/v1'],
@@ -520,7 +506,10 @@ describe('event TTL', () => {
     expect((await call('GET', `${V1_EVENTS}/ttl`)).status).toBe(200);
     nowMs += 60_000;
     expect((await call('GET', `${V1_EVENTS}/ttl`)).status).toBe(404);
-    const watched = await firstEvents(`/api/v1/events?watch=true&resourceVersion=${rv}`, 1);
+    const watched = await kube.firstWatchEvents(
+      `/api/v1/events?watch=true&resourceVersion=${rv}`,
+      1,
+    );
     expect(watched.map((e) => [e.type, ((e.object as Json).metadata as Json).name])).toEqual([
       ['DELETED', 'ttl'],
     ]);

@@ -1,5 +1,6 @@
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
+import { NODES, resourceSlice, SLICES } from './emulator-objects.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 
 /**
  * `fieldValidation` as kube-apiserver 1.34 applies it.
@@ -23,20 +24,10 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  *   (`pkg/registry/resource/resourceslice/strategy.go` `dropDisabledFields`).
  */
 
-const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
-const NODES = '/api/v1/nodes';
+const kube = new EmulatorUnderTest();
 
-type Json = Record<string, unknown>;
-
-let running: RunningKubeEmulator;
-
-beforeEach(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterEach(async () => {
-  await running.close();
-});
+beforeEach(() => kube.start());
+afterEach(() => kube.close());
 
 interface Answer {
   status: number;
@@ -44,38 +35,24 @@ interface Answer {
   warnings: string[];
 }
 
+/** One request; each `Warning: 299` header of the answer is one warning. */
 async function call(
   method: string,
   path: string,
   body: unknown,
-  contentType = 'application/json',
+  contentType?: string,
 ): Promise<Answer> {
-  const res = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': contentType },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const warning = res.headers.get('warning');
+  const { status, body: answered, headers } = await kube.exchange(method, path, body, contentType);
+  const warning = headers.get('warning');
   return {
-    status: res.status,
-    body: (await res.json()) as Json,
+    status,
+    body: answered,
     warnings: warning === null ? [] : warning.split(/,\s*(?=299 )/),
   };
 }
 
 function slice(name: string, extra: Json = {}): Json {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceSlice',
-    metadata: { name },
-    spec: {
-      driver: 'gpu.example.com',
-      nodeName: 'node-a',
-      pool: { name: 'node-a', generation: 1, resourceSliceCount: 1 },
-      devices: [{ name: 'gpu-0' }],
-      ...extra,
-    },
-  };
+  return resourceSlice(name, { spec: extra });
 }
 
 function node(name: string): Json {

@@ -1,7 +1,6 @@
-import { callEmulator, firstWatchEvents } from './emulator-requests.test-helper';
+import { createNode, resourceSlice, SLICES } from './emulator-objects.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
 
 /**
  * Dependents whose owner does not exist, collected as kube-controller-manager's garbage
@@ -12,49 +11,22 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * has a solid owner is patched to drop the dangling references.
  */
 
-const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
-const NODES = '/api/v1/nodes';
+const kube = new EmulatorUnderTest();
+const call = kube.call.bind(kube);
 
-let running: RunningKubeEmulator;
-
-beforeEach(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterEach(async () => {
-  await running.close();
-});
-
-function call(
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: Json }> {
-  return callEmulator(running.url, method, path, body);
-}
+beforeEach(() => kube.start());
+afterEach(() => kube.close());
 
 function nodeRef(name: string, uid: string): Json {
   return { apiVersion: 'v1', kind: 'Node', name, uid, controller: true };
 }
 
 function slice(name: string, ownerReferences: Json[]): Json {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceSlice',
-    metadata: { name, ownerReferences },
-    spec: {
-      driver: 'gpu.example.com',
-      nodeName: 'node-a',
-      pool: { name: 'node-a', generation: 1, resourceSliceCount: 1 },
-      devices: [{ name: 'gpu-0' }],
-    },
-  };
+  return resourceSlice(name, { metadata: { ownerReferences } });
 }
 
-async function createNode(name: string): Promise<string> {
-  const created = await call('POST', NODES, { apiVersion: 'v1', kind: 'Node', metadata: { name } });
-  expect(created.status).toBe(201);
-  return (created.body.metadata as Json).uid as string;
+async function createNodeUid(name: string): Promise<string> {
+  return ((await createNode(kube, name)).metadata as Json).uid as string;
 }
 
 async function listRv(): Promise<string> {
@@ -64,11 +36,7 @@ async function listRv(): Promise<string> {
 /** Creates slices, then waits for the next `count` slice events. */
 async function createAndWatch(slices: Json[], count: number): Promise<string[]> {
   const rv = await listRv();
-  const watching = firstWatchEvents(
-    `${running.url}${SLICES}?watch=true&resourceVersion=${rv}`,
-    {},
-    count,
-  );
+  const watching = kube.firstWatchEvents(`${SLICES}?watch=true&resourceVersion=${rv}`, count);
   for (const s of slices) expect((await call('POST', SLICES, s)).status).toBe(201);
   const events = await watching;
   return events.map(
@@ -84,7 +52,7 @@ describe('dangling owner references', () => {
   });
 
   it('collects a slice whose owner uid is not the live Node’s, and keeps a correctly owned one', async () => {
-    const uid = await createNode('node-a');
+    const uid = await createNodeUid('node-a');
     const events = await createAndWatch(
       [
         slice('owned', [nodeRef('node-a', uid)]),
@@ -97,7 +65,7 @@ describe('dangling owner references', () => {
   });
 
   it('drops only the dangling reference of a slice that still has a live owner', async () => {
-    const uid = await createNode('node-a');
+    const uid = await createNodeUid('node-a');
     const events = await createAndWatch(
       [
         slice('shared', [
@@ -113,16 +81,11 @@ describe('dangling owner references', () => {
   });
 
   it('collects a slice patched to reference a missing Node', async () => {
-    const uid = await createNode('node-a');
+    const uid = await createNodeUid('node-a');
     expect((await call('POST', SLICES, slice('moved', [nodeRef('node-a', uid)]))).status).toBe(201);
     const rv = await listRv();
-    const watching = firstWatchEvents(
-      `${running.url}${SLICES}?watch=true&resourceVersion=${rv}`,
-      {},
-      2,
-    );
-    const patched = await callEmulator(
-      running.url,
+    const watching = kube.firstWatchEvents(`${SLICES}?watch=true&resourceVersion=${rv}`, 2);
+    const patched = await call(
       'PATCH',
       `${SLICES}/moved`,
       { metadata: { ownerReferences: [nodeRef('node-b', 'uid-b')] } },

@@ -1,8 +1,12 @@
-import { callEmulator, firstWatchEvents } from './emulator-requests.test-helper';
+import {
+  createNode as createNamedNode,
+  NODES,
+  READY_CONDITION,
+  resourceSlice,
+  SLICES,
+} from './emulator-objects.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
-import type { KubeRelease } from './kube-release';
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
 
 /**
  * A write that changes nothing stores nothing, as kube-apiserver's storage does: etcd3's
@@ -16,44 +20,21 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  * `dropDisabledFields`), so an update that only adds fields of a disabled gate still bumps it.
  */
 
-const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
-const NODES = '/api/v1/nodes';
+const kube = new EmulatorUnderTest({ release: '1.34' });
+const call = kube.call.bind(kube);
 
-let running: RunningKubeEmulator;
-
-async function start(release: KubeRelease): Promise<void> {
-  running = await startKubeEmulator({ release });
-}
-
-afterEach(async () => {
-  await running.close();
-});
-
-function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType?: string,
-): Promise<{ status: number; body: Json }> {
-  return callEmulator(running.url, method, path, body, contentType);
-}
+beforeEach(() => kube.start());
+afterEach(() => kube.close());
 
 function meta(object: Json): Json {
   return object.metadata as Json;
 }
 
 function slice(name: string): Json {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceSlice',
-    metadata: { name, labels: { tier: 'gold' } },
-    spec: {
-      driver: 'gpu.example.com',
-      nodeName: 'node-a',
-      pool: { name: 'node-a', generation: 1, resourceSliceCount: 1 },
-      devices: [{ name: 'gpu-0', attributes: { model: { string: 'a100' } } }],
-    },
-  };
+  return resourceSlice(name, {
+    metadata: { labels: { tier: 'gold' } },
+    spec: { devices: [{ name: 'gpu-0', attributes: { model: { string: 'a100' } } }] },
+  });
 }
 
 async function createSlice(name: string): Promise<Json> {
@@ -62,27 +43,8 @@ async function createSlice(name: string): Promise<Json> {
   return created.body;
 }
 
-async function createNode(name: string): Promise<Json> {
-  const created = await call('POST', NODES, {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name },
-    status: {
-      capacity: { cpu: '8' },
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'True',
-          lastHeartbeatTime: '2026-01-01T00:00:00Z',
-          lastTransitionTime: '2026-01-01T00:00:00Z',
-          reason: 'KubeletReady',
-          message: 'kubelet is posting ready status',
-        },
-      ],
-    },
-  });
-  expect(created.status).toBe(201);
-  return created.body;
+function createNode(name: string): Promise<Json> {
+  return createNamedNode(kube, name, { capacity: { cpu: '8' }, conditions: [READY_CONDITION] });
 }
 
 /** The server's current resourceVersion, as a list of the collection reports it. */
@@ -114,10 +76,10 @@ async function expectNothingWritten(
     'application/merge-patch+json',
   );
   expect(labelled.status).toBe(200);
-  const events = await firstWatchEvents(
-    `${running.url}${collection}?watch=true&resourceVersion=${String(meta(before).resourceVersion)}`,
-    { headers: { Accept: 'application/json' } },
+  const events = await kube.firstWatchEvents(
+    `${collection}?watch=true&resourceVersion=${String(meta(before).resourceVersion)}`,
     1,
+    { headers: { Accept: 'application/json' } },
   );
   expect(events.map((e) => [e.type, meta(e.object as Json).resourceVersion])).toEqual([
     ['MODIFIED', meta(labelled.body).resourceVersion],
@@ -125,10 +87,6 @@ async function expectNothingWritten(
 }
 
 describe('a write that changes nothing stores nothing', () => {
-  beforeEach(async () => {
-    await start('1.34');
-  });
-
   it('put-unchanged: a PUT of the stored object keeps its resourceVersion', async () => {
     const created = await createSlice('s-put');
     const put = await call('PUT', `${SLICES}/s-put`, {
@@ -225,7 +183,6 @@ describe('a write that changes something', () => {
   it('disabled-gate-fields-bump-generation: adding only taints with DRADeviceTaints off', async () => {
     // 1.34's default gates: DRADeviceTaints is alpha and off, so the taints are dropped, but the
     // strategy compared the specs before dropping them.
-    await start('1.34');
     const created = await createSlice('s-taint');
     const body = slice('s-taint');
     const spec = body.spec as { devices: Json[] };
@@ -241,7 +198,6 @@ describe('a write that changes something', () => {
   });
 
   it('label-only-change: a new resourceVersion, the same generation', async () => {
-    await start('1.34');
     const created = await createSlice('s-label');
     const patched = await call(
       'PATCH',

@@ -1,7 +1,6 @@
-import { callEmulator } from './emulator-requests.test-helper';
+import { createNode as createNamedNode, NODES } from './emulator-objects.test-helper';
+import { EmulatorUnderTest } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
 
 /**
  * Node status as kube-apiserver 1.34 stores and answers it.
@@ -22,26 +21,11 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  *   subresource; `force=true` takes the field over.
  */
 
-const NODES = '/api/v1/nodes';
+const kube = new EmulatorUnderTest();
+const call = kube.call.bind(kube);
 
-let running: RunningKubeEmulator;
-
-beforeEach(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterEach(async () => {
-  await running.close();
-});
-
-function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType?: string,
-): Promise<{ status: number; body: Json }> {
-  return callEmulator(running.url, method, path, body, contentType);
-}
+beforeEach(() => kube.start());
+afterEach(() => kube.close());
 
 function statusOf(node: Json): { conditions?: Json[]; capacity?: Json; allocatable?: Json } {
   return node.status as { conditions?: Json[]; capacity?: Json; allocatable?: Json };
@@ -51,15 +35,8 @@ function types(node: Json): unknown[] {
   return (statusOf(node).conditions ?? []).map((c) => c.type);
 }
 
-async function createNode(status: Json): Promise<Json> {
-  const created = await call('POST', NODES, {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name: 'node-a' },
-    status,
-  });
-  expect(created.status).toBe(201);
-  return created.body;
+function createNode(status: Json): Promise<Json> {
+  return createNamedNode(kube, 'node-a', status);
 }
 
 function smp(patch: Json): Promise<{ status: number; body: Json }> {

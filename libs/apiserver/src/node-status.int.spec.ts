@@ -4,10 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { callEmulator } from './emulator-requests.test-helper';
+import {
+  createNode as createNamedNode,
+  failureStatus,
+  METHOD_NOT_ALLOWED,
+  NODES,
+  READY_CONDITION as READY,
+} from './emulator-objects.test-helper';
+import { EmulatorUnderTest, readWatch } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
 
 /**
  * The Node status subresource as kubectl and a controller use it: `GET/PUT/PATCH
@@ -18,22 +23,13 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
 
 const run = promisify(execFile);
 const KUBECTL = '/usr/bin/kubectl';
-const NODES = '/api/v1/nodes';
 /** apimachinery's IsQualifiedName message for the name part of a label key. */
 const QUALIFIED_NAME_PART =
   "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
 let dir: string;
-let running: RunningKubeEmulator;
-
-function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType?: string,
-): Promise<{ status: number; body: Json }> {
-  return callEmulator(running.url, method, path, body, contentType);
-}
+const kube = new EmulatorUnderTest();
+const call = kube.call.bind(kube);
 
 async function kubectl(
   ...args: string[]
@@ -41,7 +37,7 @@ async function kubectl(
   try {
     const { stdout, stderr } = await run(
       KUBECTL,
-      ['--kubeconfig', running.kubeconfigPath ?? '', '--cache-dir', join(dir, 'cache'), ...args],
+      ['--kubeconfig', kube.kubeconfigPath ?? '', '--cache-dir', join(dir, 'cache'), ...args],
       { timeout: 20_000 },
     );
     return { stdout, stderr, code: 0 };
@@ -51,25 +47,9 @@ async function kubectl(
   }
 }
 
-const READY = {
-  type: 'Ready',
-  status: 'True',
-  lastHeartbeatTime: '2026-01-01T00:00:00Z',
-  lastTransitionTime: '2026-01-01T00:00:00Z',
-  reason: 'KubeletReady',
-  message: 'kubelet is posting ready status',
-};
-
 /** Creates node-a as a kubelet registers it: with a status that has a Ready condition. */
-async function createNode(): Promise<Json> {
-  const created = await call('POST', NODES, {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name: 'node-a' },
-    status: { capacity: { cpu: '8' }, conditions: [READY] },
-  });
-  expect(created.status).toBe(201);
-  return created.body;
+function createNode(): Promise<Json> {
+  return createNamedNode(kube, 'node-a', { capacity: { cpu: '8' }, conditions: [READY] });
 }
 
 function metadataOf(node: Json): Json {
@@ -83,33 +63,23 @@ function conditionTypes(node: Json): unknown[] {
 
 /** Reads a watch on nodes from `resourceVersion` until the first event, then hangs up. */
 async function firstEvent(resourceVersion: string, write: () => Promise<unknown>): Promise<Json> {
-  const controller = new AbortController();
-  const res = await fetch(
-    `${running.url}${NODES}?watch=true&timeoutSeconds=20&resourceVersion=${resourceVersion}`,
-    { signal: controller.signal },
+  const [event] = await readWatch(
+    `${kube.url}${NODES}?watch=true&timeoutSeconds=20&resourceVersion=${resourceVersion}`,
+    {},
+    () => true,
+    write,
   );
-  await write();
-  let buffered = '';
-  const decoder = new TextDecoder();
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
-      const newline = buffered.indexOf('\n');
-      if (newline >= 0) return JSON.parse(buffered.slice(0, newline)) as Json;
-    }
-  } finally {
-    controller.abort();
-  }
-  throw new Error('the watch ended without an event');
+  if (event === undefined) throw new Error('the watch ended without an event');
+  return event;
 }
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'node-status-'));
-  running = await startKubeEmulator({ kubeconfigPath: join(dir, 'kubeconfig') });
+  await kube.start({ kubeconfigPath: join(dir, 'kubeconfig') });
 });
 
 afterEach(async () => {
-  await running.close();
+  await kube.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -271,16 +241,10 @@ describe('Node status subresource', () => {
       request: () => call('GET', `${NODES}/ghost/status`),
       want: {
         status: 404,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: 'nodes "ghost" not found',
+        body: failureStatus(404, 'nodes "ghost" not found', {
           reason: 'NotFound',
           details: { name: 'ghost', kind: 'nodes' },
-          code: 404,
-        },
+        }),
       },
     },
     {
@@ -288,17 +252,11 @@ describe('Node status subresource', () => {
       request: () => call('PATCH', `${NODES}/node-a/status`, 'status: {}', 'text/plain'),
       want: {
         status: 415,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          // go-restful refuses it before the handler: the PATCH route consumes only patch types.
-          message: '415: Unsupported Media Type',
+        // go-restful refuses it before the handler: the PATCH route consumes only patch types.
+        body: failureStatus(415, '415: Unsupported Media Type', {
           reason: 'UnsupportedMediaType',
           details: {},
-          code: 415,
-        },
+        }),
       },
     },
     {
@@ -312,26 +270,24 @@ describe('Node status subresource', () => {
         ),
       want: {
         status: 422,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: `Node "node-a" is invalid: metadata.labels: Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
-          reason: 'Invalid',
-          details: {
-            name: 'node-a',
-            kind: 'Node',
-            causes: [
-              {
-                reason: 'FieldValueInvalid',
-                message: `Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
-                field: 'metadata.labels',
-              },
-            ],
+        body: failureStatus(
+          422,
+          `Node "node-a" is invalid: metadata.labels: Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
+          {
+            reason: 'Invalid',
+            details: {
+              name: 'node-a',
+              kind: 'Node',
+              causes: [
+                {
+                  reason: 'FieldValueInvalid',
+                  message: `Invalid value: "bad key!": ${QUALIFIED_NAME_PART}`,
+                  field: 'metadata.labels',
+                },
+              ],
+            },
           },
-          code: 422,
-        },
+        ),
       },
     },
     {
@@ -345,16 +301,10 @@ describe('Node status subresource', () => {
         ),
       want: {
         status: 422,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: 'the server rejected our request due to an error in our request',
+        body: failureStatus(422, 'the server rejected our request due to an error in our request', {
           reason: 'Invalid',
           details: {},
-          code: 422,
-        },
+        }),
       },
     },
     {
@@ -368,14 +318,7 @@ describe('Node status subresource', () => {
         ),
       want: {
         status: 500,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: 'map: map[status:True] does not contain declared merge key: type',
-          code: 500,
-        },
+        body: failureStatus(500, 'map: map[status:True] does not contain declared merge key: type'),
       },
     },
     {
@@ -383,16 +326,7 @@ describe('Node status subresource', () => {
       request: () => call('DELETE', `${NODES}/node-a/status`),
       want: {
         status: 405,
-        body: {
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: 'the server does not allow this method on the requested resource',
-          reason: 'MethodNotAllowed',
-          details: {},
-          code: 405,
-        },
+        body: METHOD_NOT_ALLOWED,
       },
     },
   ])('answers $name with the Status the real server sends', async ({ request, want }) => {

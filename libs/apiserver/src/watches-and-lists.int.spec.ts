@@ -1,5 +1,6 @@
-import { startKubeEmulator } from './start-kube-emulator';
-import type { RunningKubeEmulator } from './start-kube-emulator';
+import { failureStatus, resourceSlice, SLICES } from './emulator-objects.test-helper';
+import { EmulatorUnderTest, readWatch } from './emulator-requests.test-helper';
+import type { Json } from './emulator-requests.test-helper';
 
 /**
  * Watches and lists as kube-apiserver 1.34's watch cache serves them.
@@ -24,46 +25,14 @@ import type { RunningKubeEmulator } from './start-kube-emulator';
  *   version: …" by a list that goes to etcd (a limit with a version, or Exact).
  */
 
-type Json = Record<string, unknown>;
+const kube = new EmulatorUnderTest();
+const call = kube.exchange.bind(kube);
 
-const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
-
-let running: RunningKubeEmulator;
-
-beforeEach(async () => {
-  running = await startKubeEmulator({ port: 0 });
-});
-
-afterEach(async () => {
-  await running.close();
-});
+beforeEach(() => kube.start());
+afterEach(() => kube.close());
 
 function slice(name: string, tier = 'gold'): Json {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceSlice',
-    metadata: { name, labels: { tier } },
-    spec: {
-      driver: 'gpu.example.com',
-      nodeName: 'node-a',
-      pool: { name: 'node-a', generation: 1, resourceSliceCount: 1 },
-      devices: [{ name: 'gpu-0' }],
-    },
-  };
-}
-
-async function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = 'application/json',
-): Promise<{ status: number; body: Json; headers: Headers }> {
-  const res = await fetch(`${running.url}${path}`, {
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': contentType },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json, headers: res.headers };
+  return resourceSlice(name, { metadata: { labels: { tier } } });
 }
 
 async function create(name: string, tier = 'gold'): Promise<Json> {
@@ -84,35 +53,15 @@ function nameOf(event: Json): string {
  * Opens a watch, runs `afterOpen` once the server answered, and reads events until `until`
  * accepts one (that one included), then hangs up.
  */
-async function watchUntil(
+function watchUntil(
   query: string,
   afterOpen: () => Promise<unknown>,
   until: (event: Json) => boolean,
 ): Promise<Json[]> {
-  const controller = new AbortController();
-  const res = await fetch(`${running.url}${SLICES}?watch=true&${query}`, {
-    signal: controller.signal,
+  return readWatch(`${kube.url}${SLICES}?watch=true&${query}`, {}, until, async (res) => {
+    expect(res.status).toBe(200);
+    await afterOpen();
   });
-  expect(res.status).toBe(200);
-  const events: Json[] = [];
-  const decoder = new TextDecoder();
-  let buffered = '';
-  await afterOpen();
-  try {
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const event = JSON.parse(buffered.slice(0, newline)) as Json;
-        buffered = buffered.slice(newline + 1);
-        events.push(event);
-        if (until(event)) return events;
-      }
-    }
-  } finally {
-    controller.abort();
-  }
-  return events;
 }
 
 const addedName = (name: string) => (event: Json) =>
@@ -243,7 +192,7 @@ describe('selectors', () => {
 describe('metadata-only reads', () => {
   it('lists PartialObjectMetadataList with Content-Type application/json', async () => {
     await create('a');
-    const res = await fetch(`${running.url}${SLICES}`, {
+    const res = await fetch(`${kube.url}${SLICES}`, {
       headers: { Accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' },
     });
     expect(res.status).toBe(200);
@@ -262,7 +211,7 @@ describe('metadata-only reads', () => {
 
   it('gets PartialObjectMetadata of one object', async () => {
     await create('a');
-    const res = await fetch(`${running.url}${SLICES}/a`, {
+    const res = await fetch(`${kube.url}${SLICES}/a`, {
       headers: { Accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' },
     });
     expect(res.headers.get('content-type')).toBe('application/json');
@@ -286,14 +235,7 @@ describe('malformed and future resourceVersions', () => {
       await create('a');
       const answer = await call('GET', path);
       expect(answer.status).toBe(500);
-      expect(answer.body).toEqual({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: invalid(value),
-        code: 500,
-      });
+      expect(answer.body).toEqual(failureStatus(500, invalid(value)));
     },
   );
 
