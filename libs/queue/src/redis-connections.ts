@@ -43,7 +43,7 @@ export class RedisConnections implements RedisFactory {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: RedisConnectionsOptions) {
-    this.metrics = options.registry === undefined ? undefined : redisMetrics(options.registry);
+    this.metrics = options.registry === undefined ? undefined : new RedisMetrics(options.registry);
     this.outages = new RedisOutageLog({
       logger: options.logger,
       onChange: (connection, up) => {
@@ -194,31 +194,30 @@ async function quit(connection: RedisClient): Promise<void> {
   await ended;
 }
 
-interface RedisMetrics {
-  connections: Gauge<'connection'>;
-  up: Gauge<'connection'>;
-  outages: Counter<'connection'>;
-}
+/** The Redis metrics of a process: one set, however many connections it opens. */
+class RedisMetrics {
+  readonly connections: Gauge<'connection'>;
+  readonly up: Gauge<'connection'>;
+  readonly outages: Counter<'connection'>;
 
-function redisMetrics(registry: Registry): RedisMetrics {
-  return {
-    connections: new Gauge({
+  constructor(registry: Registry) {
+    this.connections = new Gauge({
       name: 'slicekeeper_redis_connections',
       help: "Redis connections the process opened, by name: its own, and each BullMQ Worker's blocking one (`<connection>/<queue>-blocking`). Their sum is the process's share of Redis's clients.",
       labelNames: ['connection'],
       registers: [registry],
-    }),
-    up: new Gauge({
+    });
+    this.up = new Gauge({
       name: 'slicekeeper_redis_up',
       help: 'Whether the Redis connection serves: 0 from its first error until it is ready again (through Sentinel or on a Cluster, until the failover is over).',
       labelNames: ['connection'],
       registers: [registry],
-    }),
-    outages: new Counter({
+    });
+    this.outages = new Counter({
       name: 'slicekeeper_redis_outages_total',
       help: 'Redis outages of the connection: each time it stopped serving.',
       labelNames: ['connection'],
       registers: [registry],
-    }),
-  };
+    });
+  }
 }

@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { SYNC_JOB_NAME, SYNC_QUEUE_NAME, queuePrefix } from '@slicekeeper/contracts';
 import type { SyncJob } from '@slicekeeper/contracts';
 import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
-import { registerQueueGauges } from './queue-gauges';
+import { QueueGauges } from './queue-gauges';
 
 /** The time the gauges' clock shows, ms since the epoch. */
 const NOW = Date.now();
@@ -21,7 +21,7 @@ describe('queue gauges', () => {
       prefix: queuePrefix(uniquePrefix('gauges')),
     });
     registry = new Registry();
-    registerQueueGauges(queue, registry, { now: () => NOW });
+    new QueueGauges(queue, registry, { now: () => NOW });
   });
   afterEach(() => queue.close());
 

@@ -19,7 +19,7 @@ import {
 } from '@slicekeeper/contracts';
 import type { MaintenanceJob, SliceKey, SyncJob, SyncStatus } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
-import { registerQueueGauges } from './queue-gauges';
+import { QueueGauges } from './queue-gauges';
 import { retryingWorker } from './retrying-worker';
 import { RetryLater } from './backoff';
 import type { BackoffPolicy } from './backoff';
@@ -129,7 +129,7 @@ export class SyncWorker {
         options: options.maintenance,
       };
     }
-    if (options.registry !== undefined) registerQueueGauges(this.queue, options.registry);
+    if (options.registry !== undefined) new QueueGauges(this.queue, options.registry);
   }
 
   /**
