@@ -370,10 +370,13 @@ describe('GrpcCall', () => {
 
   it('ends a call at its deadline, telling the server the timeout', async () => {
     const server = await serve(() => undefined);
-    const { ended } = startCall(new GrpcSessionPool(), server.target, { timeoutMs: 50 });
+    // Long enough for the session to connect on a loaded machine, so that the call reaches the
+    // server before its deadline.
+    const { ended } = startCall(new GrpcSessionPool(), server.target, { timeoutMs: 2000 });
 
     expect(await ended).toEqual({ code: status.DEADLINE_EXCEEDED, details: 'deadline exceeded' });
-    expect(server.calls[0]?.headers['grpc-timeout']).toBe('50m');
+    await waitFor(() => server.calls.length > 0, { description: 'the call at the server' });
+    expect(server.calls[0]?.headers['grpc-timeout']).toBe('2000m');
     await waitFor(() => server.calls[0]?.closed !== undefined, { description: 'the reset' });
     expect(server.calls[0]?.closed).toBe(http2.NGHTTP2_CANCEL);
   });
