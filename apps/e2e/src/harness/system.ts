@@ -438,6 +438,9 @@ export class System {
         PLUGIN_SOCKET_DIRS: join(this.stateDir, 'sockets'),
         // The scenarios register many plugins from one address.
         RATE_LIMIT_MAX: '100000',
+        // ... tens of them at once, served by the test's own process: on a loaded machine their
+        // GetInfo can take longer than kubelet's 1 s (a fresh-clone CI run saw it once).
+        PLUGIN_CALL_TIMEOUT: '10s',
         ...this.options.apiEnv,
       },
       ready: (e) => /^Server listening at /.test(e.msg ?? ''),
