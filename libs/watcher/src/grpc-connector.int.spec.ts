@@ -70,6 +70,37 @@ async function target(listen: (server: Server) => void) {
   };
 }
 
+/**
+ * A PluginStream on the connector, both on one manual clock, closed by `closers`; `until`
+ * resolves once its condition holds after some state change.
+ */
+function supervised(
+  endpoint: string,
+  clock: ManualClock,
+  options: GrpcConnectorOptions & { backoffMs: number; closers: (() => Promise<unknown>)[] },
+) {
+  const { backoffMs, closers, ...connector } = options;
+  const waiters: (() => void)[] = [];
+  const stream = new PluginStream({
+    registration: registration(endpoint, 1),
+    connector: createGrpcConnector({ ...connector, clock }),
+    clock,
+    backoff: { initialMs: backoffMs, maxMs: backoffMs, jitter: 0 },
+    logger: silentLogger,
+    onChange: () => {
+      for (const wake of waiters.splice(0)) wake();
+    },
+  });
+  closers.push(() => {
+    stream.close('test over');
+    return Promise.resolve();
+  });
+  const until = async (holds: () => boolean) => {
+    while (!holds()) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  return { stream, until };
+}
+
 describe('createGrpcConnector with an endpoint policy', () => {
   let root: string;
   let sockets: string;
@@ -200,26 +231,11 @@ describe('createGrpcConnector with an endpoint policy', () => {
       const outside = await target((server) => server.listen(join(root, 'host', 'other.sock')));
       closers.push(outside.close);
       const clock = new ManualClock();
-      const waiters: (() => void)[] = [];
-      const stream = new PluginStream({
-        registration: registration(`unix://${path}`, 1),
-        connector: createGrpcConnector({ policy: policy() }),
-        clock,
-        backoff: { initialMs: 1000, maxMs: 1000, jitter: 0 },
-        logger: silentLogger,
-        onChange: () => {
-          for (const wake of waiters.splice(0)) wake();
-        },
+      const { stream, until } = supervised(`unix://${path}`, clock, {
+        policy: policy(),
+        backoffMs: 1000,
+        closers,
       });
-      closers.push(() => {
-        stream.close('test over');
-        return Promise.resolve();
-      });
-      /** Resolves once `holds` is true after some state change. */
-      const until = async (holds: () => boolean) => {
-        while (!holds()) await new Promise<void>((resolve) => waiters.push(resolve));
-      };
-
       stream.start();
       await until(() => stream.state === 'streaming');
       // The plugin goes away and its socket path becomes a symlink to another socket on the
@@ -433,30 +449,6 @@ describe('createGrpcConnector timeouts', () => {
     for (const close of closers.splice(0).reverse()) await close();
   });
 
-  /** A PluginStream on the connector, both on one manual clock. */
-  function supervised(endpoint: string, clock: ManualClock, options: GrpcConnectorOptions) {
-    const waiters: (() => void)[] = [];
-    const stream = new PluginStream({
-      registration: registration(endpoint, 1),
-      connector: createGrpcConnector({ ...options, clock }),
-      clock,
-      backoff: { initialMs: 60_000, maxMs: 60_000, jitter: 0 },
-      logger: silentLogger,
-      onChange: () => {
-        for (const wake of waiters.splice(0)) wake();
-      },
-    });
-    closers.push(() => {
-      stream.close('test over');
-      return Promise.resolve();
-    });
-    /** Resolves once `holds` is true after some state change. */
-    const until = async (holds: () => boolean) => {
-      while (!holds()) await new Promise<void>((resolve) => waiters.push(resolve));
-    };
-    return { stream, until };
-  }
-
   it('drops a stream whose connection stops answering keepalive pings, and backs off', async () => {
     const plugin = new DriverServer({
       driverName: 'gpu.example.com',
@@ -467,6 +459,8 @@ describe('createGrpcConnector timeouts', () => {
     closers.push(() => plugin.close(), relay.close);
     const clock = new ManualClock();
     const { stream, until } = supervised(relay.target, clock, {
+      backoffMs: 60_000,
+      closers,
       keepaliveTimeMs: 10_000,
       keepaliveTimeoutMs: 1000,
     });
@@ -488,7 +482,11 @@ describe('createGrpcConnector timeouts', () => {
     const silent = await silentServer();
     closers.push(silent.close);
     const clock = new ManualClock();
-    const { stream, until } = supervised(silent.target, clock, { connectTimeoutMs: 3000 });
+    const { stream, until } = supervised(silent.target, clock, {
+      connectTimeoutMs: 3000,
+      backoffMs: 60_000,
+      closers,
+    });
 
     stream.start();
     await waitFor(() => silent.connections() === 1, { description: 'the TCP connection' });
