@@ -51,7 +51,7 @@ export function releaseInfo(release: KubeRelease): ReleaseInfo {
  * Per gate, the minor release it appeared in and the minor release it became on by default
  * (kube_features.go: DRADeviceTaints, DRAPartitionableDevices 1.33 alpha → 1.36 beta;
  * DRADeviceBindingConditions, DRAConsumableCapacity 1.34 alpha → 1.36 beta;
- * DRAResourceClaimDeviceStatus 1.32 alpha → 1.33 beta).
+ * DRAResourceClaimDeviceStatus 1.32 alpha → 1.33 beta; DRAListTypeAttributes 1.36 alpha).
  */
 const GATE_HISTORY: Readonly<Record<DraFeatureGate, { since: number; onSince: number }>> = {
   DRADeviceTaints: { since: 33, onSince: 36 },
@@ -59,6 +59,7 @@ const GATE_HISTORY: Readonly<Record<DraFeatureGate, { since: number; onSince: nu
   DRADeviceBindingConditions: { since: 34, onSince: 36 },
   DRAConsumableCapacity: { since: 34, onSince: 36 },
   DRAResourceClaimDeviceStatus: { since: 32, onSince: 33 },
+  DRAListTypeAttributes: { since: 36, onSince: Number.POSITIVE_INFINITY },
 };
 
 /** Whether kube-apiserver of `release` knows the gate (`--feature-gates` refuses others). */

@@ -47,6 +47,7 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<DraFeatureGate, boolean>> = 
   DRADeviceBindingConditions: false,
   DRAConsumableCapacity: false,
   DRAResourceClaimDeviceStatus: true,
+  DRAListTypeAttributes: false,
 };
 
 function enabled(gates: FeatureGates, gate: DraFeatureGate): boolean {

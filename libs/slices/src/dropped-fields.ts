@@ -11,9 +11,10 @@ import { semanticEqual } from './semantic-equality';
  */
 
 /**
- * The DRA feature gates of kube-apiserver 1.34 that decide which ResourceSlice fields it keeps.
- * All are alpha (off by default) except `DRAResourceClaimDeviceStatus` (beta, on), which binding
- * conditions need as well as `DRADeviceBindingConditions`.
+ * The DRA feature gates of kube-apiserver 1.34–1.36 that decide which ResourceSlice fields it
+ * keeps. On 1.34 all are alpha (off by default) except `DRAResourceClaimDeviceStatus` (beta, on),
+ * which binding conditions need as well as `DRADeviceBindingConditions`;
+ * `DRAListTypeAttributes` appeared in 1.36 (alpha).
  */
 export const DRA_FEATURE_GATES = [
   'DRADeviceTaints',
@@ -21,6 +22,7 @@ export const DRA_FEATURE_GATES = [
   'DRADeviceBindingConditions',
   'DRAConsumableCapacity',
   'DRAResourceClaimDeviceStatus',
+  'DRAListTypeAttributes',
 ] as const;
 
 export type DraFeatureGateName = (typeof DRA_FEATURE_GATES)[number];
