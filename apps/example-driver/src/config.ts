@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { envDurationMs, envLogLevel, envUrl, parseConfig } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
+import { DRIVER_PROFILES } from './profiles';
 
 export const faults = ['none', 'unimplemented', 'end-stream', 'exit'] as const;
 
@@ -28,11 +29,17 @@ export const exampleDriverConfigSchema = z.object({
     .describe(
       'The endpoint to register, when the watcher reaches the driver by another address. Default: the served one.',
     ),
+  PROFILE: z
+    .enum(DRIVER_PROFILES, { message: `must be one of ${DRIVER_PROFILES.join(', ')}` })
+    .default('gpu')
+    .describe(
+      'The devices to publish, from inventory/profiles/<profile>.json of the app: gpu (8 GPUs), partitionable-gpu (shared counters and MIG-like partitions), nic (bandwidth as consumable capacity), fabric (a cluster-level pool with per-device node selection and binding conditions; NODE_NAME empty). Ignored when INVENTORY_FILE is set.',
+    ),
   INVENTORY_FILE: z
     .string()
     .optional()
     .describe(
-      'YAML/JSON inventory to publish; re-read when it changes or on SIGHUP. Default: inventory/gpus.yaml of the app.',
+      "YAML/JSON inventory to publish instead of the PROFILE's; re-read when it changes or on SIGHUP.",
     ),
   REGISTRATION_API_URL: envUrl(
     ['http:', 'https:'],

@@ -10,6 +10,8 @@ import { credentials } from '@grpc/grpc-js';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { publishStatusRequest, publisher, toDriverInventory } from '@slicekeeper/proto';
 import { waitFor } from '@slicekeeper/testing';
+import { loadInventoryFile } from './inventory-file';
+import { DRIVER_PROFILES, profileInventoryFile } from './profiles';
 
 const ROOT = resolve(__dirname, '../../..');
 const MAIN = join(ROOT, 'apps/example-driver/src/main.ts');
@@ -66,8 +68,8 @@ describe('example-driver process', () => {
   });
 
   it('registers, streams its inventory file and every change to it, and deregisters on SIGTERM', async () => {
-    const file = join(dir, 'inventory.yaml');
-    await copyFile(join(ROOT, 'apps/example-driver/inventory/gpus.yaml'), file);
+    const file = join(dir, 'inventory.json');
+    await copyFile(join(ROOT, 'apps/example-driver/inventory/profiles/gpu.json'), file);
     const socket = join(dir, 'plugin.sock');
     const endpoint = `unix://${socket}`;
     const { port } = api.address() as AddressInfo;
@@ -118,6 +120,36 @@ describe('example-driver process', () => {
     );
     await expect(stat(socket)).rejects.toThrow(/ENOENT/);
   }, 60_000);
+
+  it.each(DRIVER_PROFILES.map((profile) => [profile]))(
+    "PROFILE=%s: streams the profile's inventory file, every field as the file has it",
+    async (profile) => {
+      const node = profile === 'fabric' ? '' : 'node-a';
+      const endpoint = `unix://${join(dir, `${profile}.sock`)}`;
+      const logs: Record<string, unknown>[] = [];
+      const driver = start({ NODE_NAME: node, ENDPOINT: endpoint, PROFILE: profile }, logs);
+      await waitFor(() => logs.some((l) => l.msg === 'serving'), {
+        timeoutMs: 30_000,
+        description: 'driver serving',
+      });
+      const client = new publisher.ResourcePublisherClient(endpoint, credentials.createInsecure());
+      const seen: DriverInventory[] = [];
+      const call = client.watchResources({ nodeName: node });
+      call.on('data', (m: publisher.DriverResources) =>
+        seen.push(toDriverInventory(m, { nodeName: node })),
+      );
+      call.on('error', () => undefined);
+      await waitFor(() => seen.length === 1);
+      const file = await loadInventoryFile(profileInventoryFile(profile));
+      expect(seen[0]).toEqual({
+        pools: file.pools.map((pool) => ({ ...pool, name: pool.name || node })),
+      });
+      call.cancel();
+      client.close();
+      await stop(driver);
+    },
+    60_000,
+  );
 
   it('streams a device health flipped in its file, and logs the feedback it gets', async () => {
     const file = join(dir, 'health.yaml');

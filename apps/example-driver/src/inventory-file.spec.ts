@@ -3,8 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadInventoryFile } from './inventory-file';
 
-const INVENTORY = join(__dirname, '../inventory');
-
 describe('inventory files', () => {
   let dir: string;
   beforeAll(async () => {
@@ -12,34 +10,6 @@ describe('inventory files', () => {
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
-  });
-
-  it('loads the shipped example of 8 GPUs', async () => {
-    const inventory = await loadInventoryFile(join(INVENTORY, 'gpus.yaml'));
-    const devices = inventory.pools[0]?.devices ?? [];
-    expect(devices).toHaveLength(8);
-    expect(devices[7]).toEqual({
-      name: 'gpu-7',
-      attributes: {
-        model: { string: 'H100-SXM5-80GB' },
-        uuid: { string: 'GPU-6f1c2a4e-8d3b-4c5a-9e7f-000000000007' },
-        index: { int: 7 },
-        driverVersion: { version: '550.54.15' },
-        'resource.kubernetes.io/pcieRoot': { string: 'pci0000:80' },
-      },
-      capacity: { memory: { value: '80Gi' } },
-    });
-  });
-
-  it('loads the partitioned example with shared counters', async () => {
-    const inventory = await loadInventoryFile(join(INVENTORY, 'gpus-partitioned.yaml'));
-    expect(inventory.pools[0]?.sharedCounters?.map((s) => s.name)).toEqual([
-      'gpu-0-counters',
-      'gpu-1-counters',
-    ]);
-    expect(inventory.pools[0]?.devices[1]?.consumesCounters?.[0]?.counterSet).toBe(
-      'gpu-0-counters',
-    );
   });
 
   it('reads JSON too', async () => {

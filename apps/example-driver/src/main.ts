@@ -1,17 +1,18 @@
 import { mkdir, readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { errorMessage } from '@slicekeeper/errors';
 import { createLogger, installShutdown } from '@slicekeeper/observability';
 import { parseEndpoint } from '@slicekeeper/proto';
 import { loadConfig } from './config';
 import { loadInventoryFile, watchInventoryFile } from './inventory-file';
+import { profileInventoryFile } from './profiles';
 import { RegistrationClient, RegistrationError } from './registration-client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ service: 'example-driver', level: config.LOG_LEVEL });
-  const inventoryFile = config.INVENTORY_FILE ?? join(__dirname, '../inventory/gpus.yaml');
+  const inventoryFile = config.INVENTORY_FILE ?? profileInventoryFile(config.PROFILE);
   const inventory = await loadInventoryFile(inventoryFile);
 
   const listen = parseEndpoint(config.ENDPOINT);
