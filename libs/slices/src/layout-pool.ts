@@ -1,45 +1,18 @@
 import type { CounterSet, Device, Pool } from '@slicekeeper/contracts';
+import { usesAdvancedFeatures } from './device-limits';
 import {
   MAX_COUNTER_SETS_PER_SLICE,
   MAX_DEVICES_PER_SLICE,
   MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES,
 } from './resource-slice';
 
+// The package entry point has always exported the cap from here.
+export { maxDevicesPerSlice, usesAdvancedFeatures } from './device-limits';
+
 /** The content of one desired slice: devices or shared counters (a slice never has both). */
 export interface SliceContent {
   readonly devices: Device[];
   readonly sharedCounters?: CounterSet[];
-}
-
-/**
- * Whether `device` lowers its slice's limit to 64 devices: it has taints, consumes counters or
- * has a list-valued attribute (`haveDeviceTaints || haveConsumesCounters || haveListAttributes`
- * in the API server's validation).
- */
-export function usesAdvancedFeatures(device: Device): boolean {
-  if (device.taints !== undefined && device.taints.length > 0) return true;
-  if (device.consumesCounters !== undefined && device.consumesCounters.length > 0) return true;
-  const attributes = device.attributes;
-  if (attributes !== undefined) {
-    for (const name in attributes) {
-      const attribute: Readonly<Record<string, unknown>> | undefined = attributes[name];
-      if (attribute === undefined) continue;
-      // List values (`bools`, `ints`, `strings`, `versions`) are not in the inventory model yet;
-      // looking for any array keeps the limit right the day they are.
-      for (const field in attribute) {
-        if (Array.isArray(attribute[field])) return true;
-      }
-    }
-  }
-  return false;
-}
-
-/** The most devices a slice holding `devices` may have. */
-export function maxDevicesPerSlice(devices: readonly Device[]): number {
-  for (const device of devices) {
-    if (usesAdvancedFeatures(device)) return MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES;
-  }
-  return MAX_DEVICES_PER_SLICE;
 }
 
 /**

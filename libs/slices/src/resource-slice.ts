@@ -24,7 +24,8 @@ export const MAX_DEVICES_PER_SLICE = 128;
 /**
  * Most devices in one slice when any of them uses taints, counter consumption or list
  * attributes (`ResourceSliceMaxDevicesWithAdvancedFeatures`): those devices are bigger, and the
- * lower count keeps a slice under the etcd object size limit.
+ * lower count keeps a slice under the etcd object size limit. Which devices count is decided by
+ * `usesAdvancedFeatures` alone.
  */
 export const MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES = 64;
 /** Most attributes plus capacities of one device. */
@@ -35,6 +36,28 @@ export const MAX_ATTRIBUTE_ID_LENGTH = 32;
 export const MAX_ATTRIBUTE_DOMAIN_LENGTH = 63;
 /** Longest string or version attribute value, bytes (UTF-8). */
 export const MAX_ATTRIBUTE_VALUE_LENGTH = 64;
+/**
+ * Most attribute values of one device, a list counting each of its items
+ * (`ResourceSliceMaxAttributeValuesPerDevice`, 1.36 with list-type attributes).
+ */
+export const MAX_ATTRIBUTE_VALUES_PER_DEVICE = 48;
+/** Most entries of a capacity's `requestPolicy.validValues` (`CapacityRequestPolicyDiscreteMaxOptions`). */
+export const MAX_REQUEST_POLICY_VALID_VALUES = 10;
+/** Most `bindingConditions` of one device (`BindingConditionsMaxSize`). */
+export const MAX_BINDING_CONDITIONS = 4;
+/** Most `bindingFailureConditions` of one device (`BindingFailureConditionsMaxSize`). */
+export const MAX_BINDING_FAILURE_CONDITIONS = 4;
+/**
+ * Largest `passThrough` of one device, bytes of its JSON (UTF-8). slicekeeper's own bound, not
+ * the API server's: a device's typed fields at their limits are a few KiB, and 64 devices with
+ * this much each still leave a slice far below etcd's 1.5 MiB object limit.
+ */
+export const MAX_DEVICE_PASS_THROUGH_BYTES = 4096;
+/**
+ * Largest `passThrough` of one pool, bytes of its JSON (UTF-8); it is copied into every slice
+ * spec of the pool. slicekeeper's own bound, for the same reason as the device's.
+ */
+export const MAX_POOL_PASS_THROUGH_BYTES = 16384;
 /** Most taints of one device. */
 export const MAX_TAINTS_PER_DEVICE = 16;
 /** Most counter sets in one slice's `sharedCounters`. */
@@ -89,7 +112,7 @@ export interface ResourceSliceSpec {
   nodeName?: string;
   nodeSelector?: NodeSelector;
   allNodes?: boolean;
-  /** Never set by slicekeeper; cleared when found on a managed slice. */
+  /** Set for pools of scope `per-device`: each device names its own nodes. */
   perDeviceNodeSelection?: boolean;
   /** A slice holds devices or shared counters, never both (resource.k8s.io/v1). */
   devices?: Device[];

@@ -1,32 +1,25 @@
 import {
+  C_IDENTIFIER_MESSAGE,
   DNS1123_LABEL_MAX_LENGTH,
   DRIVER_NAME_MAX_LENGTH,
+  dns1123LabelProblems,
   driverNameProblem,
+  isCIdentifier,
+  labelValueProblems,
   nodeNameProblem,
+  qualifiedNameProblems,
 } from '@slicekeeper/contracts';
 import type {
   CounterSet,
   Device,
-  DeviceAttribute,
   DeviceCounterConsumption,
   DeviceTaint,
-  NodeSelector,
 } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, keyPath, required, tooLong, tooMany } from './field-error';
+import { isQuantity, QUANTITY_FORMAT_MESSAGE, readQuantity } from './quantity';
 import {
-  C_IDENTIFIER_MESSAGE,
-  dns1123LabelProblems,
-  isCIdentifier,
-  labelValueProblems,
-  qualifiedNameProblems,
-  utf8ByteLength,
-} from '@slicekeeper/contracts';
-import { isQuantity, QUANTITY_FORMAT_MESSAGE } from './quantity';
-import {
-  MAX_ATTRIBUTE_DOMAIN_LENGTH,
   MAX_ATTRIBUTE_ID_LENGTH,
-  MAX_ATTRIBUTE_VALUE_LENGTH,
   MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE,
   MAX_COUNTER_CONSUMPTIONS_PER_DEVICE,
   MAX_COUNTERS_PER_COUNTER_CONSUMPTION,
@@ -34,6 +27,15 @@ import {
   MAX_TAINTS_PER_DEVICE,
 } from './resource-slice';
 import { parseRfc3339 } from './parse-rfc3339';
+import {
+  ATTRIBUTE_KEY_PATH_LENGTH,
+  validateAttribute,
+  validateAttributeValueCount,
+} from './validate-attribute';
+import { validateBindingConditions } from './validate-binding-conditions';
+import { validateNodeSelector } from './validate-node-selector';
+import { validateDevicePassThrough } from './validate-pass-through';
+import { validateCapacityRequestPolicy } from './validate-request-policy';
 
 /**
  * The per-object checks of the API server's ResourceSlice validation
@@ -46,23 +48,31 @@ import { parseRfc3339 } from './parse-rfc3339';
 /** Taint effects of resource.k8s.io/v1, sorted as the API server lists them. */
 export const DEVICE_TAINT_EFFECTS = ['NoExecute', 'NoSchedule', 'None'] as const;
 
-const SEMVER_NUMERIC = '(0|[1-9]\\d*)';
-const SEMVER_PRERELEASE = '(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)';
-const SEMVER_BUILD = '[0-9a-zA-Z-]+';
-/** Semantic Versioning 2.0.0, as the API server's `semverRe`. */
-const SEMVER = new RegExp(
-  `^${SEMVER_NUMERIC}\\.${SEMVER_NUMERIC}\\.${SEMVER_NUMERIC}` +
-    `(-${SEMVER_PRERELEASE}(\\.${SEMVER_PRERELEASE})*)?` +
-    `(\\+${SEMVER_BUILD}(\\.${SEMVER_BUILD})*)?$`,
-);
-
-/** Longest attribute or capacity key shown in a path before it is shortened with `...`. */
-const ATTRIBUTE_KEY_PATH_LENGTH = MAX_ATTRIBUTE_DOMAIN_LENGTH + 1 + MAX_ATTRIBUTE_ID_LENGTH;
 /** Counter names are DNS labels. */
 const COUNTER_KEY_PATH_LENGTH = DNS1123_LABEL_MAX_LENGTH;
 
-/** Checks one device: name, attributes, capacity, taints, counter consumption. */
-export function validateDevice(device: Device, path: string, errors: FieldError[]): void {
+/** What the device's slice or pool decides for it. */
+export interface DeviceContext {
+  /**
+   * The slice sets `perDeviceNodeSelection` (a pool of scope `per-device`): the device must
+   * name its own nodes; otherwise it must not.
+   */
+  readonly perDeviceNodeSelection: boolean;
+}
+
+const NOT_PER_DEVICE: DeviceContext = { perDeviceNodeSelection: false };
+
+/**
+ * Checks one device as upstream's `validateDevice`: name, attributes, capacity and its request
+ * policy, taints, counter consumption, its own node selection, binding conditions; then the
+ * escape hatch, which upstream does not have.
+ */
+export function validateDevice(
+  device: Device,
+  path: string,
+  errors: FieldError[],
+  context: DeviceContext = NOT_PER_DEVICE,
+): void {
   for (const problem of dns1123LabelProblems(device.name)) {
     errors.push(invalid(`${path}.name`, device.name, problem));
   }
@@ -80,14 +90,27 @@ export function validateDevice(device: Device, path: string, errors: FieldError[
     }
   }
   if (capacity !== undefined) {
+    const multiple = device.allowMultipleAllocations === true;
     for (const name in capacity) {
       entries++;
       const value = capacity[name];
       if (value === undefined) continue;
       validateQualifiedName(name, path, 'capacity', errors);
-      if (!isQuantity(value.value)) {
-        const capacityPath = keyPath(`${path}.capacity`, name, ATTRIBUTE_KEY_PATH_LENGTH);
-        errors.push(invalid(`${capacityPath}.value`, value.value, QUANTITY_FORMAT_MESSAGE));
+      const reading = readQuantity(value.value);
+      const policy = value.requestPolicy;
+      if (reading.problem === undefined && policy === undefined) continue; // the usual case
+      const capacityPath = keyPath(`${path}.capacity`, name, ATTRIBUTE_KEY_PATH_LENGTH);
+      if (reading.problem !== undefined) {
+        errors.push(invalid(`${capacityPath}.value`, value.value, reading.problem));
+      }
+      if (policy !== undefined) {
+        validateCapacityRequestPolicy(
+          policy,
+          { text: value.value, quantity: reading.quantity },
+          multiple,
+          `${capacityPath}.requestPolicy`,
+          errors,
+        );
       }
     }
   }
@@ -100,6 +123,7 @@ export function validateDevice(device: Device, path: string, errors: FieldError[
       ),
     );
   }
+  validateAttributeValueCount(device, path, errors);
 
   const taints = device.taints;
   if (taints !== undefined && taints.length > 0) {
@@ -118,6 +142,64 @@ export function validateDevice(device: Device, path: string, errors: FieldError[
   if (consumption !== undefined && consumption.length > 0) {
     validateCounterConsumption(consumption, `${path}.consumesCounters`, errors);
   }
+
+  validateDeviceNodeSelection(device, path, context.perDeviceNodeSelection, errors);
+  validateBindingConditions(device, path, errors);
+  if (device.passThrough !== undefined) {
+    validateDevicePassThrough(device.passThrough, `${path}.passThrough`, errors);
+  }
+}
+
+const DEVICE_NODE_SELECTION_MESSAGE =
+  'exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec';
+
+/**
+ * Per-device node selection (gate DRAPartitionableDevices), as upstream's `validateDevice`:
+ * with `perDeviceNodeSelection` exactly one of `nodeName`, `nodeSelector`, `allNodes` (true);
+ * without it, none of them.
+ */
+function validateDeviceNodeSelection(
+  device: Device,
+  path: string,
+  perDeviceNodeSelection: boolean,
+  errors: FieldError[],
+): void {
+  const { nodeName, nodeSelector, allNodes } = device;
+  if (!perDeviceNodeSelection) {
+    if (nodeName !== undefined || nodeSelector !== undefined || allNodes !== undefined) {
+      errors.push(
+        invalid(
+          path,
+          null,
+          '`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec',
+        ),
+      );
+    }
+    return;
+  }
+  const selections: string[] = [];
+  if (nodeName !== undefined) {
+    if (nodeName === '') {
+      errors.push(invalid(`${path}.nodeName`, '', 'must not be empty'));
+    } else {
+      selections.push('`nodeName`');
+      const problem = nodeNameProblem(nodeName);
+      if (problem !== undefined) errors.push(invalid(`${path}.nodeName`, nodeName, problem));
+    }
+  }
+  if (nodeSelector !== undefined) {
+    selections.push('`nodeSelector`');
+    validateNodeSelector(nodeSelector, `${path}.nodeSelector`, errors);
+  }
+  if (allNodes !== undefined) {
+    if (allNodes) selections.push('`allNodes`');
+    else errors.push(invalid(`${path}.allNodes`, false, 'must be either unset or set to true'));
+  }
+  if (selections.length === 0) {
+    errors.push(required(path, DEVICE_NODE_SELECTION_MESSAGE));
+  } else if (selections.length > 1) {
+    errors.push(invalid(path, `{${selections.join(', ')}}`, DEVICE_NODE_SELECTION_MESSAGE));
+  }
 }
 
 /** Checks one counter set (`sharedCounters[i]`). */
@@ -134,127 +216,6 @@ export function validateCounterSet(
     }
   }
   validateCounters(counterSet.counters, MAX_COUNTERS_PER_COUNTER_SET, `${path}.counters`, errors);
-}
-
-/** Checks a node selector as `corevalidation.ValidateNodeSelector` plus the one-term rule. */
-export function validateNodeSelector(
-  nodeSelector: NodeSelector,
-  path: string,
-  errors: FieldError[],
-): void {
-  const termsPath = `${path}.nodeSelectorTerms`;
-  const terms = nodeSelector.nodeSelectorTerms;
-  if (terms.length === 0) {
-    errors.push(required(termsPath, 'must have at least one node selector term'));
-  }
-  for (let i = 0; i < terms.length; i++) {
-    const term = terms[i];
-    if (term === undefined) continue;
-    const termPath = `${termsPath}[${i}]`;
-    const expressions = term.matchExpressions ?? [];
-    for (let j = 0; j < expressions.length; j++) {
-      const requirement = expressions[j];
-      if (requirement === undefined) continue;
-      validateLabelRequirement(requirement, `${termPath}.matchExpressions[${j}]`, errors);
-    }
-    const fields = term.matchFields ?? [];
-    for (let j = 0; j < fields.length; j++) {
-      const requirement = fields[j];
-      if (requirement === undefined) continue;
-      validateFieldRequirement(requirement, `${termPath}.matchFields[${j}]`, errors);
-    }
-  }
-  if (terms.length !== 1) {
-    // resource.k8s.io adds this to keep merging selectors of devices from several slices simple.
-    errors.push(invalid(termsPath, terms, 'must have exactly one node selector term'));
-  }
-}
-
-type NodeSelectorRequirement = NonNullable<
-  NodeSelector['nodeSelectorTerms'][number]['matchExpressions']
->[number];
-
-/** `corevalidation.ValidateNodeSelectorRequirement`: a node label expression. */
-function validateLabelRequirement(
-  requirement: NodeSelectorRequirement,
-  path: string,
-  errors: FieldError[],
-): void {
-  const values = requirement.values ?? [];
-  switch (requirement.operator) {
-    case 'In':
-    case 'NotIn':
-      if (values.length === 0) {
-        errors.push(
-          required(`${path}.values`, "must be specified when `operator` is 'In' or 'NotIn'"),
-        );
-      }
-      break;
-    case 'Exists':
-    case 'DoesNotExist':
-      if (values.length > 0) {
-        errors.push({
-          path: `${path}.values`,
-          type: 'Forbidden',
-          message: "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-        });
-      }
-      break;
-    case 'Gt':
-    case 'Lt':
-      if (values.length !== 1) {
-        errors.push(
-          required(
-            `${path}.values`,
-            "must be specified single value when `operator` is 'Lt' or 'Gt'",
-          ),
-        );
-      }
-      break;
-    default:
-      errors.push(
-        invalid(`${path}.operator`, requirement.operator, 'not a valid selector operator'),
-      );
-  }
-  for (const problem of qualifiedNameProblems(requirement.key)) {
-    errors.push(invalid(`${path}.key`, requirement.key, problem));
-  }
-  for (let k = 0; k < values.length; k++) {
-    const value = values[k] ?? '';
-    for (const problem of labelValueProblems(value)) {
-      errors.push(invalid(`${path}.values[${k}]`, value, problem));
-    }
-  }
-}
-
-/** `corevalidation.ValidateNodeFieldSelectorRequirement`: only `metadata.name In/NotIn`. */
-function validateFieldRequirement(
-  requirement: NodeSelectorRequirement,
-  path: string,
-  errors: FieldError[],
-): void {
-  const values = requirement.values ?? [];
-  if (requirement.operator === 'In' || requirement.operator === 'NotIn') {
-    if (values.length !== 1) {
-      errors.push(
-        required(
-          `${path}.values`,
-          "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
-        ),
-      );
-    }
-  } else {
-    errors.push(invalid(`${path}.operator`, requirement.operator, 'not a valid selector operator'));
-  }
-  if (requirement.key !== 'metadata.name') {
-    errors.push(invalid(`${path}.key`, requirement.key, 'not a valid field selector key'));
-    return;
-  }
-  for (let k = 0; k < values.length; k++) {
-    const value = values[k] ?? '';
-    const problem = nodeNameProblem(value);
-    if (problem !== undefined) errors.push(invalid(`${path}.values[${k}]`, value, problem));
-  }
 }
 
 /**
@@ -303,64 +264,6 @@ function validateQualifiedName(
 function validateCIdentifier(id: string, path: string, errors: FieldError[]): void {
   if (id.length > MAX_ATTRIBUTE_ID_LENGTH) errors.push(tooLong(path, MAX_ATTRIBUTE_ID_LENGTH));
   if (!isCIdentifier(id)) errors.push(invalid(path, id, C_IDENTIFIER_MESSAGE));
-}
-
-function validateAttribute(
-  attribute: DeviceAttribute,
-  name: string,
-  devicePath: string,
-  errors: FieldError[],
-): void {
-  let values = 0;
-  if (attribute.int !== undefined) values++;
-  if (attribute.bool !== undefined) values++;
-  if (attribute.string !== undefined) {
-    values++;
-    if (exceedsValueLength(attribute.string)) {
-      errors.push(tooLong(`${attributePath(devicePath, name)}.string`, MAX_ATTRIBUTE_VALUE_LENGTH));
-    }
-  }
-  if (attribute.version !== undefined) {
-    values++;
-    const version = attribute.version;
-    if (!SEMVER.test(version)) {
-      errors.push(
-        invalid(
-          `${attributePath(devicePath, name)}.version`,
-          version,
-          'must be a string compatible with semver.org spec 2.0.0',
-        ),
-      );
-    }
-    if (exceedsValueLength(version)) {
-      errors.push(
-        tooLong(`${attributePath(devicePath, name)}.version`, MAX_ATTRIBUTE_VALUE_LENGTH),
-      );
-    }
-  }
-  if (values !== 1) {
-    errors.push(
-      invalid(
-        attributePath(devicePath, name),
-        values === 0 ? '' : attribute,
-        'exactly one value must be specified',
-      ),
-    );
-  }
-}
-
-function attributePath(devicePath: string, name: string): string {
-  return keyPath(`${devicePath}.attributes`, name, ATTRIBUTE_KEY_PATH_LENGTH);
-}
-
-const ASCII = /^[\x00-\x7f]*$/;
-
-function exceedsValueLength(value: string): boolean {
-  // Every UTF-16 unit is at least one UTF-8 byte, and ASCII exactly one: most values are
-  // decided without counting.
-  if (value.length > MAX_ATTRIBUTE_VALUE_LENGTH) return true;
-  if (value.length * 3 <= MAX_ATTRIBUTE_VALUE_LENGTH || ASCII.test(value)) return false;
-  return utf8ByteLength(value) > MAX_ATTRIBUTE_VALUE_LENGTH;
 }
 
 function validateTaint(taint: DeviceTaint, path: string, errors: FieldError[]): void {

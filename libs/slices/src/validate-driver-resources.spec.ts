@@ -441,7 +441,7 @@ const cases: ValidationCase[] = [
     name: 'scope-kind-unsupported',
     pools: [pool({ scope: JSON.parse('{"kind":"zone"}') as Pool['scope'] })],
     errors: [
-      'pools[0].scope.kind: Unsupported value: "zone": supported values: "all-nodes", "node", "node-selector"',
+      'pools[0].scope.kind: Unsupported value: "zone": supported values: "all-nodes", "node", "node-selector", "per-device"',
     ],
   },
   {

@@ -2,10 +2,13 @@ import { DRIVER_NAME_MAX_LENGTH, driverNameProblem } from '@slicekeeper/contract
 import type { CounterSet, Device, Pool } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, required, tooLong, tooMany } from './field-error';
-import { maxDevicesPerSlice } from './layout-pool';
+import { maxDevicesPerSlice } from './device-limits';
 import { dns1123SubdomainProblems } from '@slicekeeper/contracts';
 import { MAX_COUNTER_SETS_PER_SLICE, MAX_POOL_NAME_LENGTH } from './resource-slice';
-import { validateCounterSet, validateDevice, validateNodeSelector } from './validate-device';
+import { validateCounterSet, validateDevice } from './validate-device';
+import type { DeviceContext } from './validate-device';
+import { validateNodeSelector } from './validate-node-selector';
+import { validatePoolPassThrough } from './validate-pass-through';
 
 export interface ValidateDriverResourcesOptions {
   /**
@@ -17,7 +20,7 @@ export interface ValidateDriverResourcesOptions {
   node?: string;
 }
 
-const SCOPE_KINDS = ['all-nodes', 'node', 'node-selector'];
+const SCOPE_KINDS = ['all-nodes', 'node', 'node-selector', 'per-device'];
 
 /**
  * Every problem with a driver's inventory that would make the API server reject a slice, or
@@ -91,10 +94,14 @@ function validatePool(
     }
   }
   validateScope(pool, `${path}.scope`, node, errors);
+  if (pool.passThrough !== undefined) {
+    validatePoolPassThrough(pool.passThrough, `${path}.passThrough`, errors);
+  }
 
+  const context: DeviceContext = { perDeviceNodeSelection: pool.scope.kind === 'per-device' };
   const seen: PoolNames = { devices: new Set(), counterSets: new Map() };
   if (pool.slices === undefined) {
-    visitDevices(pool.devices, `${path}.devices`, seen, errors);
+    visitDevices(pool.devices, `${path}.devices`, context, seen, errors);
     visitCounterSets(pool.sharedCounters ?? [], `${path}.sharedCounters`, seen, errors);
   } else {
     if (pool.devices.length > 0) {
@@ -125,7 +132,7 @@ function validatePool(
         // Over the limit, the API server does not look at the items (DoS protection).
         errors.push(tooMany(`${slicePath}.devices`, slice.devices.length, maxDevices));
       } else {
-        visitDevices(slice.devices, `${slicePath}.devices`, seen, errors);
+        visitDevices(slice.devices, `${slicePath}.devices`, context, seen, errors);
       }
       if (sets.length > MAX_COUNTER_SETS_PER_SLICE) {
         errors.push(
@@ -149,6 +156,7 @@ interface PoolNames {
 function visitDevices(
   devices: readonly Device[],
   devicesPath: string,
+  context: DeviceContext,
   seen: PoolNames,
   errors: FieldError[],
 ): void {
@@ -156,7 +164,7 @@ function visitDevices(
     const device = devices[k];
     if (device === undefined) continue;
     const devicePath = `${devicesPath}[${k}]`;
-    validateDevice(device, devicePath, errors);
+    validateDevice(device, devicePath, errors, context);
     if (seen.devices.has(device.name)) {
       // The API server only checks names within a slice; the scheduler drops a whole pool
       // with a duplicate (upstream's validatePool: "found duplicate device").

@@ -1,7 +1,7 @@
 import { nodeNameProblem } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, required, tooMany } from './field-error';
-import { maxDevicesPerSlice } from './layout-pool';
+import { maxDevicesPerSlice } from './device-limits';
 import {
   dns1123SubdomainProblems,
   labelValueProblems,
@@ -10,7 +10,8 @@ import {
 import type { ResourceSlice } from './resource-slice';
 import { MAX_COUNTER_SETS_PER_SLICE } from './resource-slice';
 import { validateDriverName, validatePoolName } from './validate-driver-resources';
-import { validateCounterSet, validateDevice, validateNodeSelector } from './validate-device';
+import { validateCounterSet, validateDevice } from './validate-device';
+import { validateNodeSelector } from './validate-node-selector';
 
 /**
  * What the API server would reject in `slice` on create or update (resource.k8s.io/v1
@@ -89,11 +90,12 @@ export function validateResourceSlice(slice: ResourceSlice): FieldError[] {
   if (devices.length > maxDevices) {
     errors.push(tooMany('spec.devices', devices.length, maxDevices));
   } else {
+    const context = { perDeviceNodeSelection: spec.perDeviceNodeSelection === true };
     const names = new Set<string>();
     for (let i = 0; i < devices.length; i++) {
       const device = devices[i];
       if (device === undefined) continue;
-      validateDevice(device, `spec.devices[${i}]`, errors);
+      validateDevice(device, `spec.devices[${i}]`, errors, context);
       if (names.has(device.name)) {
         errors.push({
           path: `spec.devices[${i}]`,

@@ -1,0 +1,129 @@
+import { labelValueProblems, nodeNameProblem, qualifiedNameProblems } from '@slicekeeper/contracts';
+import type { NodeSelector } from '@slicekeeper/contracts';
+import type { FieldError } from './field-error';
+import { invalid, required } from './field-error';
+
+/**
+ * Checks a node selector as `corevalidation.ValidateNodeSelector` plus the one-term rule. The
+ * rule holds for a slice's selector and, as resource.k8s.io/v1 documents it, for a device's own
+ * (per-device node selection), although the API server checks it on the slice's only.
+ */
+export function validateNodeSelector(
+  nodeSelector: NodeSelector,
+  path: string,
+  errors: FieldError[],
+): void {
+  const termsPath = `${path}.nodeSelectorTerms`;
+  const terms = nodeSelector.nodeSelectorTerms;
+  if (terms.length === 0) {
+    errors.push(required(termsPath, 'must have at least one node selector term'));
+  }
+  for (let i = 0; i < terms.length; i++) {
+    const term = terms[i];
+    if (term === undefined) continue;
+    const termPath = `${termsPath}[${i}]`;
+    const expressions = term.matchExpressions ?? [];
+    for (let j = 0; j < expressions.length; j++) {
+      const requirement = expressions[j];
+      if (requirement === undefined) continue;
+      validateLabelRequirement(requirement, `${termPath}.matchExpressions[${j}]`, errors);
+    }
+    const fields = term.matchFields ?? [];
+    for (let j = 0; j < fields.length; j++) {
+      const requirement = fields[j];
+      if (requirement === undefined) continue;
+      validateFieldRequirement(requirement, `${termPath}.matchFields[${j}]`, errors);
+    }
+  }
+  if (terms.length !== 1) {
+    // resource.k8s.io adds this to keep merging selectors of devices from several slices simple.
+    errors.push(invalid(termsPath, terms, 'must have exactly one node selector term'));
+  }
+}
+
+type NodeSelectorRequirement = NonNullable<
+  NodeSelector['nodeSelectorTerms'][number]['matchExpressions']
+>[number];
+
+/** `corevalidation.ValidateNodeSelectorRequirement`: a node label expression. */
+function validateLabelRequirement(
+  requirement: NodeSelectorRequirement,
+  path: string,
+  errors: FieldError[],
+): void {
+  const values = requirement.values ?? [];
+  switch (requirement.operator) {
+    case 'In':
+    case 'NotIn':
+      if (values.length === 0) {
+        errors.push(
+          required(`${path}.values`, "must be specified when `operator` is 'In' or 'NotIn'"),
+        );
+      }
+      break;
+    case 'Exists':
+    case 'DoesNotExist':
+      if (values.length > 0) {
+        errors.push({
+          path: `${path}.values`,
+          type: 'Forbidden',
+          message: "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        });
+      }
+      break;
+    case 'Gt':
+    case 'Lt':
+      if (values.length !== 1) {
+        errors.push(
+          required(
+            `${path}.values`,
+            "must be specified single value when `operator` is 'Lt' or 'Gt'",
+          ),
+        );
+      }
+      break;
+    default:
+      errors.push(
+        invalid(`${path}.operator`, requirement.operator, 'not a valid selector operator'),
+      );
+  }
+  for (const problem of qualifiedNameProblems(requirement.key)) {
+    errors.push(invalid(`${path}.key`, requirement.key, problem));
+  }
+  for (let k = 0; k < values.length; k++) {
+    const value = values[k] ?? '';
+    for (const problem of labelValueProblems(value)) {
+      errors.push(invalid(`${path}.values[${k}]`, value, problem));
+    }
+  }
+}
+
+/** `corevalidation.ValidateNodeFieldSelectorRequirement`: only `metadata.name In/NotIn`. */
+function validateFieldRequirement(
+  requirement: NodeSelectorRequirement,
+  path: string,
+  errors: FieldError[],
+): void {
+  const values = requirement.values ?? [];
+  if (requirement.operator === 'In' || requirement.operator === 'NotIn') {
+    if (values.length !== 1) {
+      errors.push(
+        required(
+          `${path}.values`,
+          "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+        ),
+      );
+    }
+  } else {
+    errors.push(invalid(`${path}.operator`, requirement.operator, 'not a valid selector operator'));
+  }
+  if (requirement.key !== 'metadata.name') {
+    errors.push(invalid(`${path}.key`, requirement.key, 'not a valid field selector key'));
+    return;
+  }
+  for (let k = 0; k < values.length; k++) {
+    const value = values[k] ?? '';
+    const problem = nodeNameProblem(value);
+    if (problem !== undefined) errors.push(invalid(`${path}.values[${k}]`, value, problem));
+  }
+}
