@@ -8,21 +8,73 @@ import { z } from 'zod';
  * checked by the slice validator in libs/slices, which reports every problem with its field path.
  */
 
-/** Exactly one of the values must be set (checked by the validator). */
+/**
+ * Exactly one of the values must be set (checked by the validator). The list forms (`ints`,
+ * `bools`, `strings`, `versions`) are resource.k8s.io/v1's list-type attributes (1.36, gate
+ * DRAListTypeAttributes).
+ */
 export const deviceAttributeSchema = z
   .object({
     int: z.number().int().optional(),
     bool: z.boolean().optional(),
     string: z.string().optional(),
     version: z.string().optional(),
+    ints: z.array(z.number().int()).optional(),
+    bools: z.array(z.boolean()).optional(),
+    strings: z.array(z.string()).optional(),
+    versions: z.array(z.string()).optional(),
   })
   .strict();
 export type DeviceAttribute = z.infer<typeof deviceAttributeSchema>;
 
 /** A Kubernetes quantity such as `80Gi`. */
 export const quantityValueSchema = z.object({ value: z.string() }).strict();
-export type DeviceCapacity = z.infer<typeof quantityValueSchema>;
 export type Counter = z.infer<typeof quantityValueSchema>;
+
+/**
+ * resource.k8s.io/v1 CapacityRequestPolicyRange: the amounts a request may consume, `min` and
+ * up in `step`s to `max` (quantities).
+ */
+export const capacityRequestPolicyRangeSchema = z
+  .object({
+    min: z.string(),
+    max: z.string().optional(),
+    step: z.string().optional(),
+  })
+  .strict();
+export type CapacityRequestPolicyRange = z.infer<typeof capacityRequestPolicyRangeSchema>;
+
+/**
+ * resource.k8s.io/v1 CapacityRequestPolicy (consumable capacity, 1.34, gate
+ * DRAConsumableCapacity): what one claim may consume of a device shared by several. Set at most
+ * one of `validValues` and `validRange`.
+ */
+export const capacityRequestPolicySchema = z
+  .object({
+    default: z.string().optional(),
+    validValues: z.array(z.string()).optional(),
+    validRange: capacityRequestPolicyRangeSchema.optional(),
+  })
+  .strict();
+export type CapacityRequestPolicy = z.infer<typeof capacityRequestPolicySchema>;
+
+/** resource.k8s.io/v1 DeviceCapacity: a quantity, and how a request may consume it. */
+export const deviceCapacitySchema = z
+  .object({
+    value: z.string(),
+    requestPolicy: capacityRequestPolicySchema.optional(),
+  })
+  .strict();
+export type DeviceCapacity = z.infer<typeof deviceCapacitySchema>;
+
+/**
+ * The escape hatch for fields of a newer Kubernetes release than slicekeeper knows: a JSON
+ * object whose members are merged into the published object (a device, or a pool's slice
+ * specs). It never overrides a typed field (the validator refuses a member that names one) and
+ * is checked by the API server alone; the README states its contract.
+ */
+export const passThroughFieldsSchema = z.record(z.string(), z.unknown());
+export type PassThroughFields = z.infer<typeof passThroughFieldsSchema>;
 
 export const deviceTaintSchema = z
   .object({
@@ -42,6 +94,29 @@ export const deviceCounterConsumptionSchema = z
   })
   .strict();
 export type DeviceCounterConsumption = z.infer<typeof deviceCounterConsumptionSchema>;
+
+export const nodeSelectorRequirementSchema = z
+  .object({
+    key: z.string(),
+    operator: z.string(),
+    values: z.array(z.string()).optional(),
+  })
+  .strict();
+
+/** core/v1 NodeSelector, in its Kubernetes JSON shape. */
+export const nodeSelectorSchema = z
+  .object({
+    nodeSelectorTerms: z.array(
+      z
+        .object({
+          matchExpressions: z.array(nodeSelectorRequirementSchema).optional(),
+          matchFields: z.array(nodeSelectorRequirementSchema).optional(),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+export type NodeSelector = z.infer<typeof nodeSelectorSchema>;
 
 /** What a driver says of a device's health (KEP-4680's healthy / unhealthy / unknown). */
 export const deviceHealthStatuses = ['healthy', 'unhealthy', 'unknown'] as const;
@@ -80,9 +155,24 @@ export const deviceSchema = z
     /** The device's health, when its driver reports health; unset means it does not. */
     health: deviceHealthSchema.optional(),
     attributes: z.record(z.string(), deviceAttributeSchema).optional(),
-    capacity: z.record(z.string(), quantityValueSchema).optional(),
+    capacity: z.record(z.string(), deviceCapacitySchema).optional(),
     taints: z.array(deviceTaintSchema).optional(),
     consumesCounters: z.array(deviceCounterConsumptionSchema).optional(),
+    /**
+     * Per-device node selection (1.33, gate DRAPartitionableDevices): exactly one of these is
+     * set on every device of a pool whose scope is `per-device`, and none elsewhere.
+     */
+    nodeName: z.string().optional(),
+    nodeSelector: nodeSelectorSchema.optional(),
+    allNodes: z.boolean().optional(),
+    /** Consumable capacity (1.34, gate DRAConsumableCapacity): several claims may share it. */
+    allowMultipleAllocations: z.boolean().optional(),
+    /** Binding conditions (1.34, gate DRADeviceBindingConditions). */
+    bindsToNode: z.boolean().optional(),
+    bindingConditions: z.array(z.string()).optional(),
+    bindingFailureConditions: z.array(z.string()).optional(),
+    /** Fields slicekeeper has no typed field for, merged into the published device. */
+    passThrough: passThroughFieldsSchema.optional(),
   })
   .strict();
 export type Device = z.infer<typeof deviceSchema>;
@@ -95,29 +185,6 @@ export const counterSetSchema = z
   .strict();
 export type CounterSet = z.infer<typeof counterSetSchema>;
 
-export const nodeSelectorRequirementSchema = z
-  .object({
-    key: z.string(),
-    operator: z.string(),
-    values: z.array(z.string()).optional(),
-  })
-  .strict();
-
-/** core/v1 NodeSelector, in its Kubernetes JSON shape. */
-export const nodeSelectorSchema = z
-  .object({
-    nodeSelectorTerms: z.array(
-      z
-        .object({
-          matchExpressions: z.array(nodeSelectorRequirementSchema).optional(),
-          matchFields: z.array(nodeSelectorRequirementSchema).optional(),
-        })
-        .strict(),
-    ),
-  })
-  .strict();
-export type NodeSelector = z.infer<typeof nodeSelectorSchema>;
-
 /** Which nodes can reach a pool's devices. */
 export const poolScopeSchema = z.discriminatedUnion('kind', [
   /** Only the plugin's node: spec.nodeName, with the Node as owner. */
@@ -126,6 +193,11 @@ export const poolScopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('all-nodes') }).strict(),
   /** The nodes the selector matches: spec.nodeSelector. */
   z.object({ kind: z.literal('node-selector'), nodeSelector: nodeSelectorSchema }).strict(),
+  /**
+   * Each device names its own nodes (spec.perDeviceNodeSelection, gate
+   * DRAPartitionableDevices): a cluster-level pool, never owned by a Node.
+   */
+  z.object({ kind: z.literal('per-device') }).strict(),
 ]);
 export type PoolScope = z.infer<typeof poolScopeSchema>;
 
@@ -149,6 +221,8 @@ export const poolSchema = z
     /** An explicit layout, published as given (set devices or slices, not both). */
     slices: z.array(explicitSliceSchema).optional(),
     sharedCounters: z.array(counterSetSchema).optional(),
+    /** Fields slicekeeper has no typed field for, merged into every slice spec of the pool. */
+    passThrough: passThroughFieldsSchema.optional(),
   })
   .strict();
 export type Pool = z.infer<typeof poolSchema>;

@@ -14,7 +14,7 @@ async function listen(server: Server): Promise<string> {
 }
 
 function gpu(index: number, memory: string): publisher.Device {
-  return {
+  return publisher.Device.fromPartial({
     name: `gpu-${index}`,
     attributes: {
       model: { value: { $case: 'stringValue', value: 'A100' } },
@@ -22,36 +22,17 @@ function gpu(index: number, memory: string): publisher.Device {
       'gpu.example.com/driverVersion': { value: { $case: 'versionValue', value: '550.54.15' } },
     },
     capacity: { memory: { value: memory } },
-    taints: [],
-    consumesCounters: [],
-    health: undefined,
-  };
+  });
 }
 
 describe('ResourcePublisher over gRPC', () => {
   const server = new Server();
   const sent: publisher.DriverResources[] = [
     {
-      pools: [
-        {
-          name: '',
-          nodeScope: undefined,
-          devices: [gpu(0, '40Gi')],
-          slices: [],
-          sharedCounters: [],
-        },
-      ],
+      pools: [publisher.Pool.fromPartial({ name: '', devices: [gpu(0, '40Gi')] })],
     },
     {
-      pools: [
-        {
-          name: '',
-          nodeScope: undefined,
-          devices: [gpu(0, '40Gi'), gpu(1, '80Gi')],
-          slices: [],
-          sharedCounters: [],
-        },
-      ],
+      pools: [publisher.Pool.fromPartial({ name: '', devices: [gpu(0, '40Gi'), gpu(1, '80Gi')] })],
     },
   ];
   let requestedNode = '';

@@ -2,7 +2,7 @@ import type { Device, DeviceAttribute, DriverInventory } from '@slicekeeper/cont
 import { listProblems } from '@slicekeeper/errors';
 import type * as wire from './generated/k8s.io/api/resource/v1alpha2/generated';
 import type { NodeListAndWatchResourcesResponse } from './generated/k8s.io/kubelet/pkg/apis/dra/v1alpha3/api';
-import { toExactNumber } from './inventory-mapper';
+import { toExactNumber } from './exact-number';
 import type { InventoryMapping, ToInventoryOptions } from './inventory-mapper';
 
 /** What joins the values of an intSlice or stringSlice into one string attribute. */

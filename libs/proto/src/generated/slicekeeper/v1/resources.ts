@@ -234,11 +234,19 @@ export interface Pool {
      * (ResourceSlice.spec.nodeSelector).
      */
     { $case: "nodeSelector"; value: NodeSelector }
+    | //
+    /**
+     * Each device names its own nodes with its node_name, node_selector or all_nodes
+     * (ResourceSlice.spec.perDeviceNodeSelection; alpha since 1.33, resource.k8s.io/v1 from
+     * 1.34, gate DRAPartitionableDevices). The pool is cluster-level: its slices have no node
+     * name and no Node owner. false means node-local, as all_nodes = false does.
+     */
+    { $case: "perDeviceNodeSelection"; value: boolean }
     | undefined;
   /**
    * The pool's devices. slicekeeper lays them out in slices of at most 128 devices (64 when a
-   * device of the slice uses taints or counter consumption). Device names must be unique within
-   * the pool. Set either devices or slices, not both.
+   * device of the slice uses taints, counter consumption or a list attribute). Device names
+   * must be unique within the pool. Set either devices or slices, not both.
    */
   devices: Device[];
   /**
@@ -251,11 +259,27 @@ export interface Pool {
    * at most 8 sets, names unique DNS-1123 labels.
    */
   sharedCounters: CounterSet[];
+  /**
+   * Fields of ResourceSliceSpec that slicekeeper has no typed field for (e.g. one a newer
+   * Kubernetes release added), merged into the spec of every slice of the pool: a JSON object
+   * in UTF-8 text, e.g. `{"newField": true}`; empty means none. A member must not name a field
+   * slicekeeper sets itself (driver, pool, nodeName, nodeSelector, allNodes,
+   * perDeviceNodeSelection, devices, sharedCounters): the inventory is then invalid. Only the
+   * API server checks the members; a member it drops (gate off) is reported like a dropped typed
+   * field. JSON text rather than google.protobuf.Struct: Struct holds every number as a double,
+   * so an int64 beyond 2^53 would change before slicekeeper saw it; text arrives as the driver
+   * wrote it, and slicekeeper refuses (invalid, naming the member) an integer it cannot publish
+   * exactly. Text that is not a JSON object makes the inventory invalid.
+   */
+  passThroughJson: string;
 }
 
 /** Slice is one ResourceSlice of an explicitly laid-out pool. */
 export interface Slice {
-  /** At most 128 devices (64 when any device uses taints or counter consumption). */
+  /**
+   * At most 128 devices (64 when any device uses taints, counter consumption or a list
+   * attribute).
+   */
   devices: Device[];
   /** Counter sets published in this slice (ResourceSlice.spec.sharedCounters). */
   sharedCounters: CounterSet[];
@@ -310,7 +334,65 @@ export interface Device {
    * The device's health (KEP-4680). Unset means the driver does not report health for this
    * device, as does a status of HEALTH_STATUS_UNSPECIFIED: the device is published as it is.
    */
-  health: DeviceHealth | undefined;
+  health:
+    | DeviceHealth
+    | undefined;
+  /**
+   * The node that reaches the device: a node name, not empty. node_name, node_selector and
+   * all_nodes are per-device node selection (alpha since 1.33, resource.k8s.io/v1 from 1.34,
+   * gate DRAPartitionableDevices): in a pool whose node_scope is per_device_node_selection,
+   * exactly one of them is set on every device; in any other pool none is.
+   */
+  nodeName?:
+    | string
+    | undefined;
+  /** The nodes that reach the device: exactly one term (see node_name). */
+  nodeSelector:
+    | NodeSelector
+    | undefined;
+  /** Every node reaches the device: unset or true (see node_name). */
+  allNodes?:
+    | boolean
+    | undefined;
+  /**
+   * The device may be allocated to several requests at once, and all of its capacity is then
+   * consumable (resource.k8s.io/v1, 1.34 alpha, gate DRAConsumableCapacity). Required by any
+   * capacity's request_policy.
+   */
+  allowMultipleAllocations?:
+    | boolean
+    | undefined;
+  /**
+   * An allocation of the device is limited to the node chosen when the claim was allocated
+   * (resource.k8s.io/v1, 1.34 alpha, gates DRADeviceBindingConditions and
+   * DRAResourceClaimDeviceStatus).
+   */
+  bindsToNode?:
+    | boolean
+    | undefined;
+  /**
+   * Conditions the per-device status of a claim must have True before the scheduler binds the
+   * pod: at most 4, each a condition type (a qualified name), no duplicates. Set both
+   * binding_conditions and binding_failure_conditions, or neither (same release and gates as
+   * binds_to_node).
+   */
+  bindingConditions: string[];
+  /**
+   * Conditions that, when True in the per-device status of a claim, mean the binding failed:
+   * at most 4, each a condition type, no duplicates, none among binding_conditions.
+   */
+  bindingFailureConditions: string[];
+  /**
+   * Fields of resource.k8s.io Device that slicekeeper has no typed field for (e.g. one a newer
+   * Kubernetes release added), merged into the published device: a JSON object in UTF-8 text,
+   * e.g. `{"newField": {"a": 1}}`; empty means none. A member must not name a field
+   * slicekeeper sets itself (the typed fields above, in their Kubernetes JSON names): the
+   * inventory is then invalid. Only the API server checks the members; a member it drops (gate
+   * off) is reported like a dropped typed field. JSON text rather than google.protobuf.Struct
+   * for the reason given at Pool.pass_through_json. Text that is not a JSON object makes the
+   * inventory invalid.
+   */
+  passThroughJson: string;
 }
 
 export interface Device_AttributesEntry {
@@ -359,13 +441,95 @@ export interface DeviceAttribute {
     | //
     /** A semantic version 2.0.0 string of at most 64 bytes, e.g. "1.2.3". */
     { $case: "versionValue"; value: string }
+    | //
+    /**
+     * The list forms (resource.k8s.io/v1 ints, bools, strings, versions; 1.36 alpha, gate
+     * DRAListTypeAttributes): each list is non-empty, with the element rules of its scalar form.
+     * A device holds at most 48 attribute values, each list element counting as one, and a
+     * slice with a list attribute holds at most 64 devices. A oneof cannot hold a repeated
+     * field, hence the wrapper messages.
+     */
+    { $case: "intValues"; value: IntList }
+    | { $case: "boolValues"; value: BoolList }
+    | { $case: "stringValues"; value: StringList }
+    | { $case: "versionValues"; value: VersionList }
     | undefined;
+}
+
+/**
+ * IntList is a list-type int attribute: 64-bit integers (slicekeeper carries values within
+ * +-2^53 exactly).
+ */
+export interface IntList {
+  values: bigint[];
+}
+
+/** BoolList is a list-type bool attribute. */
+export interface BoolList {
+  values: boolean[];
+}
+
+/** StringList is a list-type string attribute: each string at most 64 bytes. */
+export interface StringList {
+  values: string[];
+}
+
+/**
+ * VersionList is a list-type version attribute: each a semantic version 2.0.0 string of at
+ * most 64 bytes.
+ */
+export interface VersionList {
+  values: string[];
 }
 
 /** DeviceCapacity mirrors resource.k8s.io/v1 DeviceCapacity. */
 export interface DeviceCapacity {
   /** A Kubernetes quantity, e.g. "80Gi" or "1500m". */
   value: string;
+  /**
+   * What one request may consume of the capacity (resource.k8s.io/v1, 1.34 alpha, gate
+   * DRAConsumableCapacity). Only on a device with allow_multiple_allocations = true.
+   */
+  requestPolicy: CapacityRequestPolicy | undefined;
+}
+
+/**
+ * CapacityRequestPolicy mirrors resource.k8s.io/v1 CapacityRequestPolicy. Set at most one of
+ * valid_values and valid_range; either requires default.
+ */
+export interface CapacityRequestPolicy {
+  /** What a request that does not name the capacity consumes: a quantity. */
+  default?:
+    | string
+    | undefined;
+  /**
+   * The amounts a request may consume: at most 10 quantities in ascending order, none above the
+   * capacity's value, default among them.
+   */
+  validValues: string[];
+  /** The range of amounts a request may consume. */
+  validRange: CapacityRequestPolicyRange | undefined;
+}
+
+/**
+ * CapacityRequestPolicyRange mirrors resource.k8s.io/v1 CapacityRequestPolicyRange: min and
+ * up in steps to max, all quantities.
+ */
+export interface CapacityRequestPolicyRange {
+  /** Required: at least zero, at most the capacity's value and the policy's default. */
+  min: string;
+  /**
+   * At least min and the policy's default, at most the capacity's value, min plus a multiple of
+   * step.
+   */
+  max?:
+    | string
+    | undefined;
+  /**
+   * Greater than zero; min + step at most the capacity's value; the policy's default is min
+   * plus a multiple of step.
+   */
+  step?: string | undefined;
 }
 
 /** DeviceTaint mirrors resource.k8s.io/v1 DeviceTaint. */
@@ -595,7 +759,15 @@ export const DriverResources: MessageFns<DriverResources> = {
 };
 
 function createBasePool(): Pool {
-  return { name: "", generation: undefined, nodeScope: undefined, devices: [], slices: [], sharedCounters: [] };
+  return {
+    name: "",
+    generation: undefined,
+    nodeScope: undefined,
+    devices: [],
+    slices: [],
+    sharedCounters: [],
+    passThroughJson: "",
+  };
 }
 
 export const Pool: MessageFns<Pool> = {
@@ -616,6 +788,9 @@ export const Pool: MessageFns<Pool> = {
       case "nodeSelector":
         NodeSelector.encode(message.nodeScope.value, writer.uint32(34).fork()).join();
         break;
+      case "perDeviceNodeSelection":
+        writer.uint32(64).bool(message.nodeScope.value);
+        break;
     }
     for (const v of message.devices) {
       Device.encode(v!, writer.uint32(42).fork()).join();
@@ -625,6 +800,9 @@ export const Pool: MessageFns<Pool> = {
     }
     for (const v of message.sharedCounters) {
       CounterSet.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.passThroughJson !== "") {
+      writer.uint32(74).string(message.passThroughJson);
     }
     return writer;
   },
@@ -674,6 +852,14 @@ export const Pool: MessageFns<Pool> = {
             message.nodeScope = { $case: "nodeSelector", value: NodeSelector.decode(reader, reader.uint32()) };
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.nodeScope = { $case: "perDeviceNodeSelection", value: reader.bool() };
+            continue;
+          }
           case 5: {
             if (tag !== 42) {
               break;
@@ -696,6 +882,14 @@ export const Pool: MessageFns<Pool> = {
             }
 
             message.sharedCounters.push(CounterSet.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.passThroughJson = reader.string();
             continue;
           }
         }
@@ -722,6 +916,10 @@ export const Pool: MessageFns<Pool> = {
         ? { $case: "nodeSelector", value: NodeSelector.fromJSON(object.nodeSelector) }
         : isSet(object.node_selector)
         ? { $case: "nodeSelector", value: NodeSelector.fromJSON(object.node_selector) }
+        : isSet(object.perDeviceNodeSelection)
+        ? { $case: "perDeviceNodeSelection", value: globalThis.Boolean(object.perDeviceNodeSelection) }
+        : isSet(object.per_device_node_selection)
+        ? { $case: "perDeviceNodeSelection", value: globalThis.Boolean(object.per_device_node_selection) }
         : undefined,
       devices: globalThis.Array.isArray(object?.devices) ? object.devices.map((e: any) => Device.fromJSON(e)) : [],
       slices: globalThis.Array.isArray(object?.slices) ? object.slices.map((e: any) => Slice.fromJSON(e)) : [],
@@ -730,6 +928,11 @@ export const Pool: MessageFns<Pool> = {
         : globalThis.Array.isArray(object?.shared_counters)
         ? object.shared_counters.map((e: any) => CounterSet.fromJSON(e))
         : [],
+      passThroughJson: isSet(object.passThroughJson)
+        ? globalThis.String(object.passThroughJson)
+        : isSet(object.pass_through_json)
+        ? globalThis.String(object.pass_through_json)
+        : "",
     };
   },
 
@@ -745,6 +948,8 @@ export const Pool: MessageFns<Pool> = {
       obj.allNodes = message.nodeScope.value;
     } else if (message.nodeScope?.$case === "nodeSelector") {
       obj.nodeSelector = NodeSelector.toJSON(message.nodeScope.value);
+    } else if (message.nodeScope?.$case === "perDeviceNodeSelection") {
+      obj.perDeviceNodeSelection = message.nodeScope.value;
     }
     if (message.devices?.length) {
       obj.devices = message.devices.map((e) => Device.toJSON(e));
@@ -754,6 +959,9 @@ export const Pool: MessageFns<Pool> = {
     }
     if (message.sharedCounters?.length) {
       obj.sharedCounters = message.sharedCounters.map((e) => CounterSet.toJSON(e));
+    }
+    if (message.passThroughJson !== "") {
+      obj.passThroughJson = message.passThroughJson;
     }
     return obj;
   },
@@ -780,10 +988,17 @@ export const Pool: MessageFns<Pool> = {
         }
         break;
       }
+      case "perDeviceNodeSelection": {
+        if (object.nodeScope?.value !== undefined && object.nodeScope?.value !== null) {
+          message.nodeScope = { $case: "perDeviceNodeSelection", value: object.nodeScope.value };
+        }
+        break;
+      }
     }
     message.devices = object.devices?.map((e) => Device.fromPartial(e)) || [];
     message.slices = object.slices?.map((e) => Slice.fromPartial(e)) || [];
     message.sharedCounters = object.sharedCounters?.map((e) => CounterSet.fromPartial(e)) || [];
+    message.passThroughJson = object.passThroughJson ?? "";
     return message;
   },
 };
@@ -1141,7 +1356,22 @@ export const NodeSelectorRequirement: MessageFns<NodeSelectorRequirement> = {
 };
 
 function createBaseDevice(): Device {
-  return { name: "", attributes: {}, capacity: {}, taints: [], consumesCounters: [], health: undefined };
+  return {
+    name: "",
+    attributes: {},
+    capacity: {},
+    taints: [],
+    consumesCounters: [],
+    health: undefined,
+    nodeName: undefined,
+    nodeSelector: undefined,
+    allNodes: undefined,
+    allowMultipleAllocations: undefined,
+    bindsToNode: undefined,
+    bindingConditions: [],
+    bindingFailureConditions: [],
+    passThroughJson: "",
+  };
 }
 
 export const Device: MessageFns<Device> = {
@@ -1163,6 +1393,30 @@ export const Device: MessageFns<Device> = {
     }
     if (message.health !== undefined) {
       DeviceHealth.encode(message.health, writer.uint32(50).fork()).join();
+    }
+    if (message.nodeName !== undefined) {
+      writer.uint32(58).string(message.nodeName);
+    }
+    if (message.nodeSelector !== undefined) {
+      NodeSelector.encode(message.nodeSelector, writer.uint32(66).fork()).join();
+    }
+    if (message.allNodes !== undefined) {
+      writer.uint32(72).bool(message.allNodes);
+    }
+    if (message.allowMultipleAllocations !== undefined) {
+      writer.uint32(80).bool(message.allowMultipleAllocations);
+    }
+    if (message.bindsToNode !== undefined) {
+      writer.uint32(88).bool(message.bindsToNode);
+    }
+    for (const v of message.bindingConditions) {
+      writer.uint32(98).string(v!);
+    }
+    for (const v of message.bindingFailureConditions) {
+      writer.uint32(106).string(v!);
+    }
+    if (message.passThroughJson !== "") {
+      writer.uint32(114).string(message.passThroughJson);
     }
     return writer;
   },
@@ -1234,6 +1488,70 @@ export const Device: MessageFns<Device> = {
             message.health = DeviceHealth.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.nodeSelector = NodeSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.allNodes = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.allowMultipleAllocations = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.bindsToNode = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.bindingConditions.push(reader.string());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.bindingFailureConditions.push(reader.string());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.passThroughJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1284,6 +1602,46 @@ export const Device: MessageFns<Device> = {
         ? object.consumes_counters.map((e: any) => DeviceCounterConsumption.fromJSON(e))
         : [],
       health: isSet(object.health) ? DeviceHealth.fromJSON(object.health) : undefined,
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : undefined,
+      nodeSelector: isSet(object.nodeSelector)
+        ? NodeSelector.fromJSON(object.nodeSelector)
+        : isSet(object.node_selector)
+        ? NodeSelector.fromJSON(object.node_selector)
+        : undefined,
+      allNodes: isSet(object.allNodes)
+        ? globalThis.Boolean(object.allNodes)
+        : isSet(object.all_nodes)
+        ? globalThis.Boolean(object.all_nodes)
+        : undefined,
+      allowMultipleAllocations: isSet(object.allowMultipleAllocations)
+        ? globalThis.Boolean(object.allowMultipleAllocations)
+        : isSet(object.allow_multiple_allocations)
+        ? globalThis.Boolean(object.allow_multiple_allocations)
+        : undefined,
+      bindsToNode: isSet(object.bindsToNode)
+        ? globalThis.Boolean(object.bindsToNode)
+        : isSet(object.binds_to_node)
+        ? globalThis.Boolean(object.binds_to_node)
+        : undefined,
+      bindingConditions: globalThis.Array.isArray(object?.bindingConditions)
+        ? object.bindingConditions.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.binding_conditions)
+        ? object.binding_conditions.map((e: any) => globalThis.String(e))
+        : [],
+      bindingFailureConditions: globalThis.Array.isArray(object?.bindingFailureConditions)
+        ? object.bindingFailureConditions.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.binding_failure_conditions)
+        ? object.binding_failure_conditions.map((e: any) => globalThis.String(e))
+        : [],
+      passThroughJson: isSet(object.passThroughJson)
+        ? globalThis.String(object.passThroughJson)
+        : isSet(object.pass_through_json)
+        ? globalThis.String(object.pass_through_json)
+        : "",
     };
   },
 
@@ -1319,6 +1677,30 @@ export const Device: MessageFns<Device> = {
     if (message.health !== undefined) {
       obj.health = DeviceHealth.toJSON(message.health);
     }
+    if (message.nodeName !== undefined) {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.nodeSelector !== undefined) {
+      obj.nodeSelector = NodeSelector.toJSON(message.nodeSelector);
+    }
+    if (message.allNodes !== undefined) {
+      obj.allNodes = message.allNodes;
+    }
+    if (message.allowMultipleAllocations !== undefined) {
+      obj.allowMultipleAllocations = message.allowMultipleAllocations;
+    }
+    if (message.bindsToNode !== undefined) {
+      obj.bindsToNode = message.bindsToNode;
+    }
+    if (message.bindingConditions?.length) {
+      obj.bindingConditions = message.bindingConditions;
+    }
+    if (message.bindingFailureConditions?.length) {
+      obj.bindingFailureConditions = message.bindingFailureConditions;
+    }
+    if (message.passThroughJson !== "") {
+      obj.passThroughJson = message.passThroughJson;
+    }
     return obj;
   },
 
@@ -1351,6 +1733,16 @@ export const Device: MessageFns<Device> = {
     message.health = (object.health !== undefined && object.health !== null)
       ? DeviceHealth.fromPartial(object.health)
       : undefined;
+    message.nodeName = object.nodeName ?? undefined;
+    message.nodeSelector = (object.nodeSelector !== undefined && object.nodeSelector !== null)
+      ? NodeSelector.fromPartial(object.nodeSelector)
+      : undefined;
+    message.allNodes = object.allNodes ?? undefined;
+    message.allowMultipleAllocations = object.allowMultipleAllocations ?? undefined;
+    message.bindsToNode = object.bindsToNode ?? undefined;
+    message.bindingConditions = object.bindingConditions?.map((e) => e) || [];
+    message.bindingFailureConditions = object.bindingFailureConditions?.map((e) => e) || [];
+    message.passThroughJson = object.passThroughJson ?? "";
     return message;
   },
 };
@@ -1654,6 +2046,18 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
       case "versionValue":
         writer.uint32(34).string(message.value.value);
         break;
+      case "intValues":
+        IntList.encode(message.value.value, writer.uint32(42).fork()).join();
+        break;
+      case "boolValues":
+        BoolList.encode(message.value.value, writer.uint32(50).fork()).join();
+        break;
+      case "stringValues":
+        StringList.encode(message.value.value, writer.uint32(58).fork()).join();
+        break;
+      case "versionValues":
+        VersionList.encode(message.value.value, writer.uint32(66).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1703,6 +2107,38 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
             message.value = { $case: "versionValue", value: reader.string() };
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.value = { $case: "intValues", value: IntList.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.value = { $case: "boolValues", value: BoolList.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.value = { $case: "stringValues", value: StringList.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.value = { $case: "versionValues", value: VersionList.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1733,6 +2169,22 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
         ? { $case: "versionValue", value: globalThis.String(object.versionValue) }
         : isSet(object.version_value)
         ? { $case: "versionValue", value: globalThis.String(object.version_value) }
+        : isSet(object.intValues)
+        ? { $case: "intValues", value: IntList.fromJSON(object.intValues) }
+        : isSet(object.int_values)
+        ? { $case: "intValues", value: IntList.fromJSON(object.int_values) }
+        : isSet(object.boolValues)
+        ? { $case: "boolValues", value: BoolList.fromJSON(object.boolValues) }
+        : isSet(object.bool_values)
+        ? { $case: "boolValues", value: BoolList.fromJSON(object.bool_values) }
+        : isSet(object.stringValues)
+        ? { $case: "stringValues", value: StringList.fromJSON(object.stringValues) }
+        : isSet(object.string_values)
+        ? { $case: "stringValues", value: StringList.fromJSON(object.string_values) }
+        : isSet(object.versionValues)
+        ? { $case: "versionValues", value: VersionList.fromJSON(object.versionValues) }
+        : isSet(object.version_values)
+        ? { $case: "versionValues", value: VersionList.fromJSON(object.version_values) }
         : undefined,
     };
   },
@@ -1747,6 +2199,14 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
       obj.stringValue = message.value.value;
     } else if (message.value?.$case === "versionValue") {
       obj.versionValue = message.value.value;
+    } else if (message.value?.$case === "intValues") {
+      obj.intValues = IntList.toJSON(message.value.value);
+    } else if (message.value?.$case === "boolValues") {
+      obj.boolValues = BoolList.toJSON(message.value.value);
+    } else if (message.value?.$case === "stringValues") {
+      obj.stringValues = StringList.toJSON(message.value.value);
+    } else if (message.value?.$case === "versionValues") {
+      obj.versionValues = VersionList.toJSON(message.value.value);
     }
     return obj;
   },
@@ -1781,19 +2241,351 @@ export const DeviceAttribute: MessageFns<DeviceAttribute> = {
         }
         break;
       }
+      case "intValues": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "intValues", value: IntList.fromPartial(object.value.value) };
+        }
+        break;
+      }
+      case "boolValues": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "boolValues", value: BoolList.fromPartial(object.value.value) };
+        }
+        break;
+      }
+      case "stringValues": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "stringValues", value: StringList.fromPartial(object.value.value) };
+        }
+        break;
+      }
+      case "versionValues": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "versionValues", value: VersionList.fromPartial(object.value.value) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
+function createBaseIntList(): IntList {
+  return { values: [] };
+}
+
+export const IntList: MessageFns<IntList> = {
+  encode(message: IntList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.values.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.values) {
+        if (BigInt.asIntN(64, v) !== v) {
+          throw new globalThis.Error("a value provided in array field values of type int64 is too large");
+        }
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IntList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIntList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.values.push(reader.int64() as bigint);
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.int64() as bigint);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IntList {
+    return { values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => BigInt(e)) : [] };
+  },
+
+  toJSON(message: IntList): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => e.toString());
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<IntList>): IntList {
+    return IntList.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<IntList>): IntList {
+    const message = createBaseIntList();
+    message.values = object.values?.map((e) => BigInt(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBoolList(): BoolList {
+  return { values: [] };
+}
+
+export const BoolList: MessageFns<BoolList> = {
+  encode(message: BoolList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.values.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.values) {
+        writer.bool(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BoolList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBoolList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.values.push(reader.bool());
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.bool());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BoolList {
+    return {
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.Boolean(e)) : [],
+    };
+  },
+
+  toJSON(message: BoolList): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BoolList>): BoolList {
+    return BoolList.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BoolList>): BoolList {
+    const message = createBaseBoolList();
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseStringList(): StringList {
+  return { values: [] };
+}
+
+export const StringList: MessageFns<StringList> = {
+  encode(message: StringList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StringList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStringList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StringList {
+    return {
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: StringList): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<StringList>): StringList {
+    return StringList.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<StringList>): StringList {
+    const message = createBaseStringList();
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseVersionList(): VersionList {
+  return { values: [] };
+}
+
+export const VersionList: MessageFns<VersionList> = {
+  encode(message: VersionList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VersionList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVersionList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): VersionList {
+    return {
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: VersionList): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<VersionList>): VersionList {
+    return VersionList.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<VersionList>): VersionList {
+    const message = createBaseVersionList();
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseDeviceCapacity(): DeviceCapacity {
-  return { value: "" };
+  return { value: "", requestPolicy: undefined };
 }
 
 export const DeviceCapacity: MessageFns<DeviceCapacity> = {
   encode(message: DeviceCapacity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.value !== "") {
       writer.uint32(10).string(message.value);
+    }
+    if (message.requestPolicy !== undefined) {
+      CapacityRequestPolicy.encode(message.requestPolicy, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -1819,6 +2611,14 @@ export const DeviceCapacity: MessageFns<DeviceCapacity> = {
             message.value = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestPolicy = CapacityRequestPolicy.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1832,13 +2632,23 @@ export const DeviceCapacity: MessageFns<DeviceCapacity> = {
   },
 
   fromJSON(object: any): DeviceCapacity {
-    return { value: isSet(object.value) ? globalThis.String(object.value) : "" };
+    return {
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+      requestPolicy: isSet(object.requestPolicy)
+        ? CapacityRequestPolicy.fromJSON(object.requestPolicy)
+        : isSet(object.request_policy)
+        ? CapacityRequestPolicy.fromJSON(object.request_policy)
+        : undefined,
+    };
   },
 
   toJSON(message: DeviceCapacity): unknown {
     const obj: any = {};
     if (message.value !== "") {
       obj.value = message.value;
+    }
+    if (message.requestPolicy !== undefined) {
+      obj.requestPolicy = CapacityRequestPolicy.toJSON(message.requestPolicy);
     }
     return obj;
   },
@@ -1849,6 +2659,221 @@ export const DeviceCapacity: MessageFns<DeviceCapacity> = {
   fromPartial(object: DeepPartial<DeviceCapacity>): DeviceCapacity {
     const message = createBaseDeviceCapacity();
     message.value = object.value ?? "";
+    message.requestPolicy = (object.requestPolicy !== undefined && object.requestPolicy !== null)
+      ? CapacityRequestPolicy.fromPartial(object.requestPolicy)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCapacityRequestPolicy(): CapacityRequestPolicy {
+  return { default: undefined, validValues: [], validRange: undefined };
+}
+
+export const CapacityRequestPolicy: MessageFns<CapacityRequestPolicy> = {
+  encode(message: CapacityRequestPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.default !== undefined) {
+      writer.uint32(10).string(message.default);
+    }
+    for (const v of message.validValues) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.validRange !== undefined) {
+      CapacityRequestPolicyRange.encode(message.validRange, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CapacityRequestPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCapacityRequestPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.default = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.validValues.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.validRange = CapacityRequestPolicyRange.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CapacityRequestPolicy {
+    return {
+      default: isSet(object.default) ? globalThis.String(object.default) : undefined,
+      validValues: globalThis.Array.isArray(object?.validValues)
+        ? object.validValues.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.valid_values)
+        ? object.valid_values.map((e: any) => globalThis.String(e))
+        : [],
+      validRange: isSet(object.validRange)
+        ? CapacityRequestPolicyRange.fromJSON(object.validRange)
+        : isSet(object.valid_range)
+        ? CapacityRequestPolicyRange.fromJSON(object.valid_range)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CapacityRequestPolicy): unknown {
+    const obj: any = {};
+    if (message.default !== undefined) {
+      obj.default = message.default;
+    }
+    if (message.validValues?.length) {
+      obj.validValues = message.validValues;
+    }
+    if (message.validRange !== undefined) {
+      obj.validRange = CapacityRequestPolicyRange.toJSON(message.validRange);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CapacityRequestPolicy>): CapacityRequestPolicy {
+    return CapacityRequestPolicy.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CapacityRequestPolicy>): CapacityRequestPolicy {
+    const message = createBaseCapacityRequestPolicy();
+    message.default = object.default ?? undefined;
+    message.validValues = object.validValues?.map((e) => e) || [];
+    message.validRange = (object.validRange !== undefined && object.validRange !== null)
+      ? CapacityRequestPolicyRange.fromPartial(object.validRange)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCapacityRequestPolicyRange(): CapacityRequestPolicyRange {
+  return { min: "", max: undefined, step: undefined };
+}
+
+export const CapacityRequestPolicyRange: MessageFns<CapacityRequestPolicyRange> = {
+  encode(message: CapacityRequestPolicyRange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.min !== "") {
+      writer.uint32(10).string(message.min);
+    }
+    if (message.max !== undefined) {
+      writer.uint32(18).string(message.max);
+    }
+    if (message.step !== undefined) {
+      writer.uint32(26).string(message.step);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CapacityRequestPolicyRange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCapacityRequestPolicyRange();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.min = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.max = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.step = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CapacityRequestPolicyRange {
+    return {
+      min: isSet(object.min) ? globalThis.String(object.min) : "",
+      max: isSet(object.max) ? globalThis.String(object.max) : undefined,
+      step: isSet(object.step) ? globalThis.String(object.step) : undefined,
+    };
+  },
+
+  toJSON(message: CapacityRequestPolicyRange): unknown {
+    const obj: any = {};
+    if (message.min !== "") {
+      obj.min = message.min;
+    }
+    if (message.max !== undefined) {
+      obj.max = message.max;
+    }
+    if (message.step !== undefined) {
+      obj.step = message.step;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CapacityRequestPolicyRange>): CapacityRequestPolicyRange {
+    return CapacityRequestPolicyRange.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CapacityRequestPolicyRange>): CapacityRequestPolicyRange {
+    const message = createBaseCapacityRequestPolicyRange();
+    message.min = object.min ?? "";
+    message.max = object.max ?? undefined;
+    message.step = object.step ?? undefined;
     return message;
   },
 };
