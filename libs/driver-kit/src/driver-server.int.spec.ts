@@ -145,6 +145,53 @@ describe('DriverServer', () => {
     expect(server.watchCalls).toBe(2);
   });
 
+  it('serves the 1.34–1.36 device fields and pass-through fields as the driver gave them', async () => {
+    const fabric: DriverInventory = {
+      pools: [
+        {
+          name: 'fabric',
+          scope: { kind: 'per-device' },
+          passThrough: { newSpecField: { enabled: true } },
+          devices: [
+            {
+              name: 'nic-0',
+              nodeName: 'node-a',
+              allowMultipleAllocations: true,
+              capacity: {
+                bandwidth: {
+                  value: '100G',
+                  requestPolicy: { default: '10G', validValues: ['10G', '25G', '100G'] },
+                },
+                memory: {
+                  value: '16Gi',
+                  requestPolicy: { default: '1Gi', validRange: { min: '1Gi', step: '1Gi' } },
+                },
+              },
+              attributes: { lanes: { ints: [0, 1, 2, 3] }, firmware: { versions: ['1.2.3'] } },
+            },
+            {
+              name: 'gpu-0',
+              nodeSelector: {
+                nodeSelectorTerms: [
+                  { matchExpressions: [{ key: 'rack', operator: 'In', values: ['r1'] }] },
+                ],
+              },
+              bindsToNode: true,
+              bindingConditions: ['example.com/attached'],
+              bindingFailureConditions: ['example.com/attach-failed'],
+              passThrough: { futureField: [1, 'two'] },
+            },
+            { name: 'fpga-0', allNodes: true, attributes: { modes: { strings: ['a', 'b'] } } },
+          ],
+        },
+      ],
+    };
+    const { endpoint } = await serve({ inventory: fabric });
+    const seen = open(endpoint, '');
+    await waitFor(() => seen.inventories.length === 1);
+    expect(seen.inventories[0]).toEqual(fabric);
+  });
+
   it('waits for a first inventory when it has none', async () => {
     const { server, endpoint } = await serve();
     const a = open(endpoint, 'node-a');

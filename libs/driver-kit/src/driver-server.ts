@@ -26,7 +26,9 @@ export interface DriverServerOptions {
   supportedVersions?: readonly string[];
   /**
    * The inventory to serve from the start; streams wait for `publish` when unset. A device's
-   * `health` is sent as the driver reports it (slicekeeper taints an unhealthy device).
+   * `health` is sent as the driver reports it (slicekeeper taints an unhealthy device). Every
+   * field of the domain model goes on the wire as given, `passThrough` objects as JSON text;
+   * slicekeeper, not the server, judges whether the fields are valid.
    */
   inventory?: DriverInventory;
   /** Logs serving, the registration status and every publish feedback (at info). */
