@@ -100,3 +100,11 @@ export {
   summarizeDroppedFields,
 } from './dropped-fields';
 export type { DraFeatureGateName, DroppedField } from './dropped-fields';
+export {
+  MAX_ATTRIBUTE_VALUES_PER_DEVICE,
+  MAX_BINDING_CONDITIONS,
+  MAX_BINDING_FAILURE_CONDITIONS,
+  MAX_DEVICE_PASS_THROUGH_BYTES,
+  MAX_POOL_PASS_THROUGH_BYTES,
+  MAX_REQUEST_POLICY_VALID_VALUES,
+} from './resource-slice';
