@@ -1,11 +1,16 @@
 import type { Device, Pool } from '@slicekeeper/contracts';
-import { layoutPool, layoutRulesFor, usesAdvancedFeatures } from './layout-pool';
+import { layoutPool, layoutRulesFor } from './layout-pool';
 import { counterSet, gpu, gpus, pool, taintedGpu } from './testing/fixtures';
 
 function consuming(index: number): Device {
   return gpu(index, {
     consumesCounters: [{ counterSet: 'c', counters: { memory: { value: '1Gi' } } }],
   });
+}
+
+/** GPUs of a per-device pool, each on its own node. */
+function onItsNode(count: number): Device[] {
+  return gpus(count).map((device, i) => ({ ...device, nodeName: `node-${i}` }));
 }
 
 function tainted(count: number, first = 0): Device[] {
@@ -23,6 +28,52 @@ interface LayoutCase {
 
 const cases: LayoutCase[] = [
   { name: 'empty-pool-has-one-empty-slice', pool: pool({ devices: [] }), slices: [0] },
+  {
+    // A per-device pool is packed like any other: node selection does not lower the cap.
+    name: 'per-device-pool-uses-128',
+    pool: pool({ scope: { kind: 'per-device' }, devices: onItsNode(129) }),
+    slices: [128, 1],
+  },
+  {
+    name: 'per-device-pool-with-binding-conditions-uses-128',
+    pool: pool({
+      scope: { kind: 'per-device' },
+      devices: onItsNode(129).map((device) => ({
+        ...device,
+        bindsToNode: true,
+        bindingConditions: ['example.com/attached'],
+        bindingFailureConditions: ['example.com/attach-failed'],
+      })),
+    }),
+    slices: [128, 1],
+  },
+  {
+    name: 'per-device-pool-with-counters-uses-64',
+    pool: pool({
+      scope: { kind: 'per-device' },
+      devices: onItsNode(65).map((device, i) => ({ ...consuming(i), nodeName: device.nodeName })),
+      sharedCounters: [counterSet('c')],
+    }),
+    slices: [64, 1, 'sets:1'],
+  },
+  {
+    name: 'pass-through-devices-use-64',
+    pool: pool({
+      devices: gpus(65).map((device) => ({ ...device, passThrough: { futureField: true } })),
+    }),
+    slices: [64, 1],
+  },
+  {
+    name: 'consumable-capacity-uses-128',
+    pool: pool({
+      devices: gpus(129).map((device) => ({
+        ...device,
+        allowMultipleAllocations: true,
+        capacity: { bandwidth: { value: '100G', requestPolicy: { default: '1G' } } },
+      })),
+    }),
+    slices: [128, 1],
+  },
   { name: 'node-fits-one-slice', pool: pool(), slices: [8] },
   { name: 'exactly-128', pool: pool({ devices: gpus(128) }), slices: [128] },
   { name: 'one-over-128', pool: pool({ devices: gpus(129) }), slices: [128, 1] },
@@ -171,23 +222,5 @@ describe('layoutPool by release', () => {
       rules: layoutRulesFor({ major: 1, minor: 36 }),
     });
     expect(after.map((s) => s.devices.length)).toEqual([64, 64, 64, 8]);
-  });
-});
-
-describe('usesAdvancedFeatures', () => {
-  const cases: [name: string, device: Device, advanced: boolean][] = [
-    ['plain', gpu(0), false],
-    ['tainted', taintedGpu(0), true],
-    ['consumes-counters', consuming(0), true],
-    ['empty-taint-list', gpu(0, { taints: [] }), false],
-    [
-      'list-attribute',
-      JSON.parse('{"name":"gpu-0","attributes":{"pcieRoots":{"strings":["a","b"]}}}') as Device,
-      true,
-    ],
-  ];
-
-  it.each(cases)('%s', (_, device, advanced) => {
-    expect(usesAdvancedFeatures(device)).toBe(advanced);
   });
 });

@@ -61,6 +61,57 @@ const cases: [name: string, slice: ResourceSlice, errors: string[]][] = [
     ['spec.devices: Too many: 129: must have at most 128 items'],
   ],
   [
+    'validateResourceSliceSpec: haveListAttributes caps the slice at 64',
+    slice(
+      (s) =>
+        (s.spec.devices = gpus(65).map((device) => ({
+          ...device,
+          attributes: { pcieRoots: { strings: ['pci0000:00'] } },
+        }))),
+    ),
+    ['spec.devices: Too many: 65: must have at most 64 items'],
+  ],
+  [
+    'validateResourceSliceSpec: perDeviceNodeSelection with a node choice on every device',
+    slice((s) => {
+      delete s.spec.nodeName;
+      s.metadata.ownerReferences = [];
+      s.spec.perDeviceNodeSelection = true;
+      s.spec.devices = [gpu(0, { nodeName: 'node-1' }), gpu(1, { allNodes: true })];
+    }),
+    [],
+  ],
+  [
+    'validateDevice: perDeviceNodeSelection needs a node choice on each device',
+    slice((s) => {
+      delete s.spec.nodeName;
+      s.spec.perDeviceNodeSelection = true;
+      s.spec.devices = [gpu(0)];
+    }),
+    [
+      'spec.devices[0]: Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec',
+    ],
+  ],
+  [
+    'validateDevice: a device node choice without perDeviceNodeSelection',
+    slice((s) => (s.spec.devices = [gpu(0, { nodeName: 'node-1' })])),
+    [
+      'spec.devices[0]: Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec',
+    ],
+  ],
+  [
+    'validateSingleAllocatableDeviceCapacity: requestPolicy without allowMultipleAllocations',
+    slice(
+      (s) =>
+        (s.spec.devices = [
+          gpu(0, { capacity: { memory: { value: '80Gi', requestPolicy: { default: '1Gi' } } } }),
+        ]),
+    ),
+    [
+      'spec.devices[0].capacity[memory].requestPolicy: Forbidden: allowMultipleAllocations must be true',
+    ],
+  ],
+  [
     'no-name',
     slice((s) => delete s.metadata.generateName),
     ['metadata.name: Required value: name or generateName is required'],
