@@ -59,6 +59,14 @@ const sharedGpu = {
   },
 } as Device;
 
+const listGpu = gpu(0, {
+  attributes: {
+    index: { int: 0 },
+    numaNodes: { ints: [0, 1] },
+    'resource.kubernetes.io/pcieRoots': { strings: ['pci0000:00'] },
+  },
+});
+
 interface DetectCase {
   name: string;
   sent: ResourceSlice;
@@ -212,6 +220,56 @@ const cases: DetectCase[] = [
     }),
     stored: storedSlice(sent(gpus(1))),
     dropped: [{ path: 'spec.devices[0].futureField' }],
+  },
+  {
+    // strategy.go dropDisableDRAListTypeAttributesFields clears the list value and keeps the
+    // attribute's entry, which is then empty: the gated field is named, not the entry.
+    name: 'list-type-attributes',
+    sent: sent([listGpu]),
+    stored: storedSlice(sent([listGpu]), (stored) => {
+      const [device] = devicesOf(stored);
+      const attributes = device?.attributes as Record<string, Record<string, unknown>> | undefined;
+      if (attributes !== undefined) {
+        attributes.numaNodes = {};
+        attributes['resource.kubernetes.io/pcieRoots'] = {};
+      }
+    }),
+    dropped: [
+      { path: 'spec.devices[0].attributes[numaNodes].ints', gate: 'DRAListTypeAttributes' },
+      {
+        path: 'spec.devices[0].attributes[resource.kubernetes.io/pcieRoots].strings',
+        gate: 'DRAListTypeAttributes',
+      },
+    ],
+  },
+  {
+    name: 'list-type-attribute-entry-removed-has-no-gate',
+    sent: sent([listGpu]),
+    stored: storedSlice(sent([listGpu]), (stored) => {
+      const [device] = devicesOf(stored);
+      const attributes = device?.attributes as Record<string, unknown> | undefined;
+      Reflect.deleteProperty(attributes ?? {}, 'numaNodes');
+    }),
+    dropped: [{ path: 'spec.devices[0].attributes[numaNodes]' }],
+  },
+  {
+    name: 'pass-through-members-have-no-gate',
+    sent:
+      sentSlices([
+        pool({
+          devices: [
+            gpu(0, {
+              passThrough: { nodeAllocatableResources: { cpu: {}, memory: { perPod: '1Gi' } } },
+            }),
+          ],
+          passThrough: { partitionTypeAttribute: 'gpu.example.com/profile' },
+        }),
+      ])[0] ?? sent(gpus(1)),
+    stored: storedSlice(sent([gpu(0)])),
+    dropped: [
+      { path: 'spec.partitionTypeAttribute' },
+      { path: 'spec.devices[0].nodeAllocatableResources' },
+    ],
   },
   {
     name: 'missing-device-has-no-gate',

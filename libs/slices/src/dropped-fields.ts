@@ -36,9 +36,13 @@ export interface DroppedField {
 }
 
 /**
- * Which gate guards each field kube-apiserver 1.34 drops, keyed by path with `[*]` for any list
- * index or map key. Read from `pkg/registry/resource/resourceslice/strategy.go`: one
- * `dropDisabled…Fields` function per gate.
+ * Which gate guards each field kube-apiserver 1.34–1.36 drops, keyed by path with `[*]` for any
+ * list index or map key. Read from `pkg/registry/resource/resourceslice/strategy.go`: one
+ * `dropDisabled…Fields` function per gate (`dropDisableDRAListTypeAttributesFields` clears the
+ * four list values of an attribute and leaves the attribute's entry). Binding conditions need
+ * `DRAResourceClaimDeviceStatus` as well, which is on by default from 1.34; the gate named is
+ * the one that is off by default. A field not listed here (a pass-through member, a field of a
+ * newer release) is reported without a gate.
  */
 export const GATED_SLICE_FIELDS: Readonly<Record<string, DraFeatureGateName>> = {
   'spec.devices[*].taints': 'DRADeviceTaints',
@@ -53,7 +57,25 @@ export const GATED_SLICE_FIELDS: Readonly<Record<string, DraFeatureGateName>> = 
   'spec.devices[*].bindingFailureConditions': 'DRADeviceBindingConditions',
   'spec.devices[*].allowMultipleAllocations': 'DRAConsumableCapacity',
   'spec.devices[*].capacity[*].requestPolicy': 'DRAConsumableCapacity',
+  'spec.devices[*].attributes[*].ints': 'DRAListTypeAttributes',
+  'spec.devices[*].attributes[*].bools': 'DRAListTypeAttributes',
+  'spec.devices[*].attributes[*].strings': 'DRAListTypeAttributes',
+  'spec.devices[*].attributes[*].versions': 'DRAListTypeAttributes',
 };
+
+/** Patterns of {@link GATED_SLICE_FIELDS} and every path that leads to one of them. */
+const GATED_PREFIXES: ReadonlySet<string> = new Set(
+  Object.keys(GATED_SLICE_FIELDS).flatMap((pattern) => {
+    const prefixes: string[] = [];
+    for (let end = pattern.indexOf('.'); end !== -1; end = pattern.indexOf('.', end + 1)) {
+      prefixes.push(pattern.slice(0, end));
+    }
+    for (let end = pattern.indexOf('['); end !== -1; end = pattern.indexOf('[', end + 1)) {
+      prefixes.push(pattern.slice(0, end));
+    }
+    return prefixes;
+  }),
+);
 
 /** Struct fields whose value is a map: their entries are named `[key]` in a field path. */
 const MAP_FIELDS: ReadonlySet<string> = new Set(['attributes', 'capacity', 'counters']);
@@ -127,11 +149,33 @@ function compareField(
 ): void {
   if (isEmpty(sent)) return;
   if (isEmpty(stored)) {
-    const gate = GATED_SLICE_FIELDS[fieldPattern(path)];
+    const pattern = fieldPattern(path);
+    const gate = GATED_SLICE_FIELDS[pattern];
+    // An object left empty (an attribute whose list value was cleared) names the gated fields
+    // it lost rather than itself.
+    if (
+      gate === undefined &&
+      stored !== undefined &&
+      isObject(sent) &&
+      GATED_PREFIXES.has(pattern)
+    ) {
+      descend(sent, {}, path, field, found);
+      return;
+    }
     found.push(gate === undefined ? { path } : { path, gate });
     return;
   }
   if (!isObject(sent) || !isObject(stored)) return;
+  descend(sent, stored, path, field, found);
+}
+
+function descend(
+  sent: Readonly<Record<string, unknown>>,
+  stored: Readonly<Record<string, unknown>>,
+  path: string,
+  field: string | undefined,
+  found: DroppedField[],
+): void {
   const isMap = field !== undefined && MAP_FIELDS.has(field);
   for (const key of Object.keys(sent)) {
     if (isMap) compareField(sent[key], stored[key], `${path}[${key}]`, undefined, found);

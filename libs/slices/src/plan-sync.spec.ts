@@ -85,6 +85,111 @@ const threeTaintableUnreachable = published(
   { taintable: true },
 );
 
+/** A NIC shared by several claims (consumable capacity, DRAConsumableCapacity). */
+function nic(index: number, defaultBandwidth = '1Gi'): Device {
+  return {
+    name: `nic-${index}`,
+    allowMultipleAllocations: true,
+    attributes: { model: { string: 'E810' } },
+    capacity: {
+      bandwidth: {
+        value: '100Gi',
+        requestPolicy: {
+          default: defaultBandwidth,
+          validRange: { min: '1Gi', max: '100Gi', step: '1Gi' },
+        },
+      },
+      queues: { value: '64', requestPolicy: { default: '4', validValues: ['1', '4', '8', '16'] } },
+    },
+  };
+}
+
+/** A fabric-attached GPU: binding conditions (DRADeviceBindingConditions) and a list attribute. */
+function boundGpu(index: number, overrides: Partial<Device> = {}): Device {
+  return gpu(index, {
+    attributes: {
+      index: { int: index },
+      'resource.kubernetes.io/pcieRoots': { strings: ['pci0000:00', 'pci0000:80'] },
+      numaNodes: { ints: [0, 1] },
+    },
+    bindsToNode: true,
+    bindingConditions: ['gpu.example.com/attached'],
+    bindingFailureConditions: ['gpu.example.com/attach-failed'],
+    ...overrides,
+  });
+}
+
+function boundGpus(count: number): Device[] {
+  return Array.from({ length: count }, (_, i) => boundGpu(i));
+}
+
+const BINDING_DROPPED = [
+  'spec.devices[*].bindsToNode (DRADeviceBindingConditions)',
+  'spec.devices[*].bindingConditions (DRADeviceBindingConditions)',
+  'spec.devices[*].bindingFailureConditions (DRADeviceBindingConditions)',
+];
+
+/** `slice` as a server with DRADeviceBindingConditions off stores it. */
+function withoutBindingConditions(slice: StoredResourceSlice): StoredResourceSlice {
+  return edited(slice, (copy) => {
+    for (const device of copy.spec.devices ?? []) {
+      delete device.bindsToNode;
+      delete device.bindingConditions;
+      delete device.bindingFailureConditions;
+    }
+  });
+}
+
+/** Three devices, each with its own node selection (DRAPartitionableDevices). */
+function fabricDevices(): Device[] {
+  return [
+    gpu(0, { nodeName: 'node-1' }),
+    gpu(1, {
+      nodeSelector: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: 'example.com/rack', operator: 'In', values: ['7'] }] },
+        ],
+      },
+    }),
+    gpu(2, { allNodes: true }),
+  ];
+}
+
+function fabricPool(overrides: Partial<Pool> = {}): Pool {
+  return pool({
+    name: 'fabric',
+    scope: { kind: 'per-device' },
+    devices: fabricDevices(),
+    ...overrides,
+  });
+}
+
+/** A pool that passes a device field and a slice field of a newer release through. */
+function passThroughPool(partitionTypeAttribute = 'gpu.example.com/profile'): Pool {
+  return pool({
+    devices: [
+      gpu(0, { passThrough: { nodeAllocatableResources: { cpu: { deviceMultiplier: '8' } } } }),
+    ],
+    passThrough: { partitionTypeAttribute },
+  });
+}
+
+/** Every typed field of 1.34–1.36 and pass-through members, on three devices. */
+function everyFieldPool(): Pool {
+  return pool({
+    devices: [
+      nic(0, '1024Mi'),
+      boundGpu(1, { taints: [{ key: 'example.com/ecc', effect: 'NoSchedule' }] }),
+      gpu(2, {
+        consumesCounters: [{ counterSet: 'memory', counters: { memory: { value: '40Gi' } } }],
+        passThrough: { nodeAllocatableResources: { cpu: { deviceMultiplier: '8' } } },
+      }),
+    ],
+    sharedCounters: [counterSet('memory')],
+    passThrough: { partitionTypeAttribute: 'gpu.example.com/profile' },
+  });
+}
+
 interface PlanCase {
   name: string;
   input: PlanSyncInput;
@@ -300,7 +405,7 @@ const cases: PlanCase[] = [
       existing: [
         edited(eightGpus[0], (slice) => {
           Object.assign(slice.spec.devices?.[0] ?? {}, {
-            bindingConditions: ['example.com/ready'],
+            nodeAllocatableResources: { cpu: { deviceMultiplier: '8' } },
           });
         }),
       ],
@@ -831,6 +936,244 @@ const cases: PlanCase[] = [
         { apiVersion: 'v1', kind: 'Node', name: NODE, uid: NODE_UID, controller: true },
       ]);
     },
+  },
+
+  {
+    name: 'publish-consumable-capacity',
+    input: planInput({ pools: [pool({ devices: [nic(0)] })] }),
+    creates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec.devices).toEqual([nic(0)]);
+    },
+  },
+  {
+    name: 'publish-binding-conditions-and-list-attributes',
+    input: planInput({ pools: [pool({ devices: [boundGpu(0)] })] }),
+    creates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec.devices).toEqual([boundGpu(0)]);
+    },
+  },
+  {
+    // Upstream syncPool names a slice `<index>-<driver>-` plus its owner's name, and only a
+    // node's controller has an owner: a pool whose devices choose their nodes has neither.
+    name: 'per-device-pool-not-node-owned',
+    input: planInput({ node: '', nodeUid: '', pools: [fabricPool()] }),
+    creates: 1,
+    pools: [summary({ name: 'fabric', deviceCount: 3 })],
+    then: (plan) => {
+      const created = plan.creates[0];
+      expect(created?.metadata).toEqual({
+        generateName: '00000-gpu.example.com-',
+        labels: { [MANAGED_BY_LABEL]: 'slicekeeper' },
+      });
+      expect(created?.spec).toEqual({
+        driver: DRIVER,
+        pool: { name: 'fabric', generation: 1, resourceSliceCount: 1 },
+        perDeviceNodeSelection: true,
+        devices: fabricDevices(),
+      });
+    },
+  },
+  {
+    name: 'per-device-pool-counters-apart',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [fabricPool({ sharedCounters: [counterSet('fabric-memory')] })],
+    }),
+    creates: 2,
+    pools: [summary({ name: 'fabric', resourceSliceCount: 2, deviceCount: 3 })],
+    then: (plan) => {
+      for (const created of plan.creates) {
+        expect(created.spec.perDeviceNodeSelection).toBe(true);
+        expect(created.metadata.ownerReferences).toBeUndefined();
+      }
+    },
+  },
+  {
+    name: 'keep-per-device-pool-unchanged',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [fabricPool()],
+      existing: published([fabricPool()], { node: '', nodeUid: '' }),
+    }),
+    pools: [summary({ name: 'fabric', deviceCount: 3 })],
+  },
+  {
+    name: 'update-when-pool-becomes-per-device',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [fabricPool()],
+      existing: published([pool({ name: 'fabric', scope: { kind: 'all-nodes' } })], {
+        node: '',
+        nodeUid: '',
+      }),
+    }),
+    updates: 1,
+    pools: [summary({ name: 'fabric', deviceCount: 3 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.allNodes).toBeUndefined();
+      expect(plan.updates[0]?.spec.perDeviceNodeSelection).toBe(true);
+    },
+  },
+  {
+    name: 'update-when-pool-stops-being-per-device',
+    input: planInput({
+      node: '',
+      nodeUid: '',
+      pools: [pool({ name: 'fabric', scope: { kind: 'all-nodes' }, devices: gpus(3) })],
+      existing: published([fabricPool()], { node: '', nodeUid: '' }),
+    }),
+    updates: 1,
+    pools: [summary({ name: 'fabric', deviceCount: 3 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec.perDeviceNodeSelection).toBeUndefined();
+      expect(plan.updates[0]?.spec.allNodes).toBe(true);
+      expect(plan.updates[0]?.spec.devices).toEqual(gpus(3));
+    },
+  },
+  {
+    name: 'pass-through-merged',
+    input: planInput({ pools: [passThroughPool()] }),
+    creates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      const spec = plan.creates[0]?.spec;
+      expect(spec).toMatchObject({ partitionTypeAttribute: 'gpu.example.com/profile' });
+      expect(spec?.devices).toEqual([
+        { ...gpu(0), nodeAllocatableResources: { cpu: { deviceMultiplier: '8' } } },
+      ]);
+      expect(spec).not.toHaveProperty('passThrough');
+    },
+  },
+  {
+    name: 'never-publish-health',
+    input: planInput({
+      pools: [
+        pool({
+          devices: [gpu(0, { health: { status: 'unhealthy', message: 'ECC errors' } })],
+        }),
+      ],
+    }),
+    creates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.creates[0]?.spec.devices).toEqual([gpu(0)]);
+    },
+  },
+  {
+    // The API server writes quantities canonically: `1024Mi` comes back as `1Gi`.
+    name: 'keep-unchanged-with-new-fields',
+    input: planInput({
+      pools: [everyFieldPool()],
+      existing: published([everyFieldPool()]).map((stored) =>
+        edited(stored, (slice) => {
+          const policy = slice.spec.devices?.[0]?.capacity?.bandwidth?.requestPolicy;
+          if (policy !== undefined) {
+            policy.default = '1Gi';
+            policy.validRange = { min: '1024Mi', max: '102400Mi', step: '1073741824' };
+          }
+        }),
+      ),
+    }),
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 3 })],
+  },
+  {
+    name: 'update-when-request-policy-changes',
+    input: planInput({
+      pools: [pool({ devices: [nic(0, '2Gi')] })],
+      existing: published([pool({ devices: [nic(0)] })]),
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+  },
+  {
+    name: 'update-when-list-attribute-changes',
+    input: planInput({
+      pools: [
+        pool({
+          devices: [
+            boundGpu(0, { attributes: { 'resource.kubernetes.io/pcieRoots': { strings: ['a'] } } }),
+          ],
+        }),
+      ],
+      existing: published([pool({ devices: [boundGpu(0)] })]),
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+  },
+  {
+    name: 'update-when-pass-through-member-changes',
+    input: planInput({
+      pools: [passThroughPool('gpu.example.com/shape')],
+      existing: published([passThroughPool()]),
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec).toMatchObject({
+        partitionTypeAttribute: 'gpu.example.com/shape',
+      });
+    },
+  },
+  {
+    name: 'remove-pass-through-member-no-longer-sent',
+    input: planInput({
+      pools: [pool({ devices: [gpu(0)] })],
+      existing: published([passThroughPool()]),
+    }),
+    updates: 1,
+    pools: [summary({ deviceCount: 1 })],
+    then: (plan) => {
+      expect(plan.updates[0]?.spec).not.toHaveProperty('partitionTypeAttribute');
+      expect(plan.updates[0]?.spec.devices).toEqual([gpu(0)]);
+    },
+  },
+  {
+    // Upstream DroppedFieldsError: the controller adopts what the server stored, so that it does
+    // not rewrite the slices on every sync; here for two slices, which must not bump the
+    // generation either.
+    name: 'adopt-fields-the-server-drops',
+    input: planInput({
+      pools: [pool({ devices: boundGpus(100) })],
+      existing: published([pool({ devices: boundGpus(100) })]).map(withoutBindingConditions),
+      adoptDropped: BINDING_DROPPED,
+    }),
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 100 })],
+  },
+  {
+    name: 'rewrite-dropped-fields-not-yet-reported',
+    input: planInput({
+      pools: [pool({ devices: boundGpus(100) })],
+      existing: published([pool({ devices: boundGpus(100) })]).map(withoutBindingConditions),
+    }),
+    updates: 2,
+    pools: [summary({ generation: 2, resourceSliceCount: 2, deviceCount: 100 })],
+  },
+  {
+    name: 'write-missing-fields-other-than-the-dropped-ones',
+    input: planInput({
+      pools: [pool({ devices: boundGpus(100) })],
+      existing: published([pool({ devices: boundGpus(100) })]).map(withoutBindingConditions),
+      adoptDropped: ['spec.devices[*].taints (DRADeviceTaints)'],
+    }),
+    updates: 2,
+    pools: [summary({ generation: 2, resourceSliceCount: 2, deviceCount: 100 })],
+  },
+  {
+    name: 'write-changes-beside-dropped-fields',
+    input: planInput({
+      pools: [pool({ devices: [...boundGpus(99), boundGpu(99, { name: 'gpu-x' })] })],
+      existing: published([pool({ devices: boundGpus(100) })]).map(withoutBindingConditions),
+      adoptDropped: BINDING_DROPPED,
+    }),
+    updates: 1,
+    pools: [summary({ resourceSliceCount: 2, deviceCount: 100 })],
   },
 ];
 

@@ -1,5 +1,6 @@
 import { nodeNameProblem } from '@slicekeeper/contracts';
-import type { Device, Pool, PoolScope } from '@slicekeeper/contracts';
+import type { Device, Pool } from '@slicekeeper/contracts';
+import { droppedFields, summarizeDroppedFields } from './dropped-fields';
 import type { FieldError } from './field-error';
 import { InvalidDriverResourcesError } from './field-error';
 import { layoutPool } from './layout-pool';
@@ -19,14 +20,11 @@ import {
   RESOURCE_SLICE_API_VERSION,
   RESOURCE_SLICE_KIND,
 } from './resource-slice';
-import {
-  counterSetsEqual,
-  devicesEqual,
-  otherFieldsEmpty,
-  semanticEqual,
-} from './semantic-equality';
+import { publishedDevices, TYPED_SLICE_SPEC_FIELDS, untypedMembers } from './published-device';
+import { sliceSpecsEqual } from './semantic-equality';
 import { decodeSliceIndex, sliceGenerateName, sliceIndexLength } from './slice-name';
 import { validateDriverResources } from './validate-driver-resources';
+import { withoutFields } from './without-fields';
 
 /**
  * The pure planner: what a driver has, against what the API server stores, gives the fewest
@@ -61,6 +59,14 @@ export interface PlanSyncInput {
   readonly taintable?: boolean;
   /** The server release's layout rules. @defaultValue `CURRENT_LAYOUT_RULES` (1.35+) */
   readonly rules?: LayoutRules;
+  /**
+   * Fields this server is known to drop, as {@link summarizeDroppedFields} words them (the key's
+   * status `droppedFields` for the same snapshot). A stored slice that lacks only such fields of
+   * the desired one is up to date: what the server kept is adopted as the desired state, as
+   * upstream's controller does after a `DroppedFieldsError`, so a resync neither rewrites it nor
+   * bumps the pool's generation. A field missing for any other reason is still written.
+   */
+  readonly adoptDropped?: readonly string[];
 }
 
 /** Why a slice is deleted. Informational: for logs and metrics. */
@@ -214,6 +220,7 @@ function planPool(
   });
   const sliceCount = layout.length;
   const nodeLocal = pool.scope.kind === 'node';
+  const adopt = new Set(input.adoptDropped ?? []);
 
   let generation = 0;
   for (const slice of existing) generation = Math.max(generation, slice.spec.pool.generation);
@@ -251,14 +258,13 @@ function planPool(
     const slice = matched[i];
     const content = layout[i];
     if (slice === undefined || content === undefined) continue;
-    if (!specUpToDate(slice.spec, content, currentPool, pool.scope, input.node)) {
+    const desired = desiredSpec(content, content.devices, currentPool, pool, input);
+    if (!sliceSpecsEqual(slice.spec, desired) && !onlyDropped(slice, desired, adopt)) {
       contentChanged[i] = true;
       // A change of taints only leaves every device where it was: the scheduler cannot see a
       // mix of old and new pool contents, so it does not count towards a generation bump
       // (a dead driver's taint on every slice, and its removal, keep the generation).
-      if (!taintsOnlyChanged(slice.spec, content, currentPool, pool.scope, input.node)) {
-        changedCount++;
-      }
+      if (!taintsOnlyChanged(slice.spec, desired)) changedCount++;
     }
     if (nodeLocal && !hasNodeOwner(slice, input)) ownerChanged[i] = true;
   }
@@ -281,13 +287,13 @@ function planPool(
     const slice = matched[i];
     if (slice === undefined) continue;
     if (bumped || contentChanged[i] === true || ownerChanged[i] === true) {
-      plan.updates.push(updatedSlice(slice, content, desiredPool, pool.scope, input));
+      plan.updates.push(updatedSlice(slice, content, desiredPool, pool, input));
     }
   }
   for (let i = 0; i < sliceCount; i++) {
     const content = layout[i];
     if (matched[i] !== undefined || content === undefined) continue;
-    plan.creates.push(createdSlice(i, indexLength, content, desiredPool, pool.scope, input));
+    plan.creates.push(createdSlice(i, indexLength, content, desiredPool, pool, input));
   }
   plan.pools.push({ name: pool.name, generation, resourceSliceCount: sliceCount, deviceCount });
 }
@@ -309,74 +315,32 @@ function obsoleteReason(
   return undefined;
 }
 
-const SPEC_FIELDS: ReadonlySet<string> = new Set([
-  'driver',
-  'pool',
-  'nodeName',
-  'nodeSelector',
-  'allNodes',
-  'perDeviceNodeSelection',
-  'devices',
-  'sharedCounters',
-]);
-
-function specUpToDate(
-  spec: ResourceSliceSpec,
-  content: SliceContent,
-  pool: ResourcePool,
-  scope: PoolScope,
-  node: string,
+/**
+ * Whether `stored` differs from `desired` only by lacking fields this server drops (`adopt`,
+ * worded as the key's status words them): the server would drop them again, so the stored
+ * slice is as close to the desired one as this server allows.
+ */
+function onlyDropped(
+  stored: StoredResourceSlice,
+  desired: ResourceSliceSpec,
+  adopt: ReadonlySet<string>,
 ): boolean {
-  if (
-    spec.pool.name !== pool.name ||
-    spec.pool.generation !== pool.generation ||
-    spec.pool.resourceSliceCount !== pool.resourceSliceCount
-  ) {
-    return false;
-  }
-  if (spec.perDeviceNodeSelection === true) return false;
-  switch (scope.kind) {
-    case 'node':
-      if (spec.nodeName !== node || spec.nodeSelector !== undefined || spec.allNodes === true) {
-        return false;
-      }
-      break;
-    case 'all-nodes':
-      if (spec.allNodes !== true || spec.nodeSelector !== undefined) return false;
-      break;
-    case 'node-selector':
-      if (
-        spec.allNodes === true ||
-        spec.nodeSelector === undefined ||
-        !semanticEqual(spec.nodeSelector, scope.nodeSelector)
-      ) {
-        return false;
-      }
-      break;
-  }
-  return (
-    devicesEqual(spec.devices, content.devices) &&
-    counterSetsEqual(spec.sharedCounters, content.sharedCounters) &&
-    otherFieldsEmpty(spec, SPEC_FIELDS)
-  );
+  if (adopt.size === 0) return false;
+  const sent: ResourceSlice = { ...stored, spec: desired };
+  const fields = droppedFields(sent, stored);
+  if (fields.length === 0) return false;
+  if (!summarizeDroppedFields(fields).every((line) => adopt.has(line))) return false;
+  return sliceSpecsEqual(stored.spec, withoutFields(sent, fields).spec);
 }
 
-/** Whether the slice would be up to date but for its devices' taints. */
-function taintsOnlyChanged(
-  spec: ResourceSliceSpec,
-  content: SliceContent,
-  pool: ResourcePool,
-  scope: PoolScope,
-  node: string,
-): boolean {
-  const stored = spec.devices ?? [];
-  if (stored.length !== content.devices.length) return false;
-  return specUpToDate(
-    { ...spec, devices: stored.map(untainted) },
-    { ...content, devices: content.devices.map(untainted) },
-    pool,
-    scope,
-    node,
+/** Whether the stored spec would be up to date but for its devices' taints. */
+function taintsOnlyChanged(stored: ResourceSliceSpec, desired: ResourceSliceSpec): boolean {
+  const storedDevices = stored.devices ?? [];
+  const desiredDevices = desired.devices ?? [];
+  if (storedDevices.length !== desiredDevices.length) return false;
+  return sliceSpecsEqual(
+    { ...stored, devices: storedDevices.map(untainted) },
+    { ...desired, devices: desiredDevices.map(untainted) },
   );
 }
 
@@ -387,14 +351,27 @@ function untainted(device: Device): Device {
   return rest;
 }
 
+/**
+ * The spec that publishes `content` (`devices` are its devices, with taint times kept) in
+ * `pool`: the node selection of the pool's scope, the devices as resource.k8s.io/v1 spells them,
+ * and the pool's pass-through members under the typed fields.
+ *
+ * A `per-device` pool (upstream's `perDeviceNodeSelection`) sets no node selection on the
+ * slice: each device carries its own `nodeName`, `nodeSelector` or `allNodes`.
+ */
 function desiredSpec(
   content: SliceContent,
   devices: Device[],
-  pool: ResourcePool,
-  scope: PoolScope,
+  resourcePool: ResourcePool,
+  pool: Pool,
   input: PlanSyncInput,
 ): ResourceSliceSpec {
-  const spec: ResourceSliceSpec = { driver: input.driver, pool };
+  const spec: ResourceSliceSpec = {
+    ...untypedMembers(pool.passThrough, TYPED_SLICE_SPEC_FIELDS),
+    driver: input.driver,
+    pool: resourcePool,
+  };
+  const scope = pool.scope;
   switch (scope.kind) {
     case 'node':
       spec.nodeName = input.node;
@@ -405,24 +382,32 @@ function desiredSpec(
     case 'node-selector':
       spec.nodeSelector = scope.nodeSelector;
       break;
+    case 'per-device':
+      spec.perDeviceNodeSelection = true;
+      break;
   }
   // Empty lists are left out, as the API server would: a slice holds devices or counters.
-  if (devices.length > 0) spec.devices = devices;
+  if (devices.length > 0) spec.devices = publishedDevices(devices);
   if (content.sharedCounters !== undefined && content.sharedCounters.length > 0) {
     spec.sharedCounters = content.sharedCounters;
   }
   return spec;
 }
 
+/**
+ * A new slice, named as upstream's controller names it (`<index>-<driver>-`, then the owner's
+ * name): only a node-local slice has an owner, its Node. Slices of cluster-level pools
+ * (all nodes, a node selector, per-device node selection) have no owner and no node part.
+ */
 function createdSlice(
   index: number,
   indexLength: number,
   content: SliceContent,
-  pool: ResourcePool,
-  scope: PoolScope,
+  resourcePool: ResourcePool,
+  pool: Pool,
   input: PlanSyncInput,
 ): ResourceSlice {
-  const nodeLocal = scope.kind === 'node';
+  const nodeLocal = pool.scope.kind === 'node';
   const metadata: ObjectMeta = {
     generateName: sliceGenerateName({
       index,
@@ -437,24 +422,28 @@ function createdSlice(
     apiVersion: RESOURCE_SLICE_API_VERSION,
     kind: RESOURCE_SLICE_KIND,
     metadata,
-    spec: desiredSpec(content, content.devices, pool, scope, input),
+    spec: desiredSpec(content, content.devices, resourcePool, pool, input),
   };
 }
 
+/**
+ * The stored slice with the desired spec (replaced whole: a pass-through member the pool no
+ * longer has goes too) and, for a node-local slice, its Node as owner.
+ */
 function updatedSlice(
   slice: StoredResourceSlice,
   content: SliceContent,
-  pool: ResourcePool,
-  scope: PoolScope,
+  resourcePool: ResourcePool,
+  pool: Pool,
   input: PlanSyncInput,
 ): StoredResourceSlice {
   const devices = copyTaintTimeAdded(slice.spec.devices, content.devices);
   let metadata = slice.metadata;
-  if (scope.kind === 'node' && !hasNodeOwner(slice, input)) {
+  if (pool.scope.kind === 'node' && !hasNodeOwner(slice, input)) {
     const others = (metadata.ownerReferences ?? []).filter((owner) => !isNodeReference(owner));
     metadata = { ...metadata, ownerReferences: [...others, nodeOwner(input)] };
   }
-  return { ...slice, metadata, spec: desiredSpec(content, devices, pool, scope, input) };
+  return { ...slice, metadata, spec: desiredSpec(content, devices, resourcePool, pool, input) };
 }
 
 function nodeOwner(input: PlanSyncInput): OwnerReference {

@@ -4,6 +4,13 @@ import { gpu } from './testing/fixtures';
 
 const taint = { key: 'example.com/ecc', effect: 'NoSchedule' };
 
+type Policy = NonNullable<NonNullable<Device['capacity']>[string]['requestPolicy']>;
+
+/** A consumable-capacity policy: `default` within a range from 1Gi in `step`s. */
+function shared(defaultValue: string, step: string): Policy {
+  return { default: defaultValue, validRange: { min: '1Gi', max: '100Gi', step } };
+}
+
 const deviceCases: [name: string, stored: Device, desired: Device, equal: boolean][] = [
   ['identical', gpu(0), gpu(0), true],
   [
@@ -41,6 +48,80 @@ const deviceCases: [name: string, stored: Device, desired: Device, equal: boolea
     'capacity-value-differs',
     gpu(0, { capacity: { memory: { value: '1Gi' } } }),
     gpu(0, { capacity: { memory: { value: '1G' } } }),
+    false,
+  ],
+  [
+    'request-policy-by-value',
+    gpu(0, { capacity: { bw: { value: '100Gi', requestPolicy: shared('1024Mi', '1073741824') } } }),
+    gpu(0, { capacity: { bw: { value: '100Gi', requestPolicy: shared('1Gi', '1Gi') } } }),
+    true,
+  ],
+  [
+    'request-policy-default-differs',
+    gpu(0, { capacity: { bw: { value: '100Gi', requestPolicy: shared('2Gi', '1Gi') } } }),
+    gpu(0, { capacity: { bw: { value: '100Gi', requestPolicy: shared('1Gi', '1Gi') } } }),
+    false,
+  ],
+  [
+    'request-policy-unset-default-is-null',
+    gpu(0, {
+      capacity: { bw: { value: '1', requestPolicy: { default: null } as unknown as Policy } },
+    }),
+    gpu(0, { capacity: { bw: { value: '1', requestPolicy: {} } } }),
+    true,
+  ],
+  [
+    'request-policy-valid-values-by-value',
+    gpu(0, {
+      capacity: { q: { value: '8', requestPolicy: { default: '1', validValues: ['1', '2'] } } },
+    }),
+    gpu(0, {
+      capacity: {
+        q: { value: '8', requestPolicy: { default: '1000m', validValues: ['1', '2000m'] } },
+      },
+    }),
+    true,
+  ],
+  [
+    'request-policy-removed',
+    gpu(0, { capacity: { bw: { value: '100Gi', requestPolicy: shared('1Gi', '1Gi') } } }),
+    gpu(0, { capacity: { bw: { value: '100Gi' } } }),
+    false,
+  ],
+  [
+    'list-attribute-order-matters',
+    gpu(0, { attributes: { numa: { ints: [0, 1] } } }),
+    gpu(0, { attributes: { numa: { ints: [1, 0] } } }),
+    false,
+  ],
+  [
+    'list-attribute-equal',
+    gpu(0, { attributes: { roots: { strings: ['a', 'b'] } } }),
+    gpu(0, { attributes: { roots: { strings: ['a', 'b'] } } }),
+    true,
+  ],
+  [
+    'unset-boolean-equals-false',
+    gpu(0, { allowMultipleAllocations: false, bindsToNode: false }),
+    gpu(0),
+    true,
+  ],
+  [
+    'binding-conditions-differ',
+    gpu(0, { bindingConditions: ['a'] }),
+    gpu(0, { bindingConditions: ['b'] }),
+    false,
+  ],
+  [
+    'pass-through-member-equal',
+    { ...gpu(0), futureField: { a: [1] } } as Device,
+    { ...gpu(0), futureField: { a: [1] } } as Device,
+    true,
+  ],
+  [
+    'pass-through-member-differs',
+    { ...gpu(0), futureField: { a: [1] } } as Device,
+    { ...gpu(0), futureField: { a: [2] } } as Device,
     false,
   ],
   [

@@ -1,4 +1,7 @@
 import type {
+  CapacityRequestPolicy,
+  CapacityRequestPolicyRange,
+  Counter,
   CounterSet,
   Device,
   DeviceAttribute,
@@ -8,6 +11,7 @@ import type {
 } from '@slicekeeper/contracts';
 import { quantitiesEqual } from './quantity';
 import { parseRfc3339 } from './parse-rfc3339';
+import type { ResourceSliceSpec } from './resource-slice';
 
 /**
  * "Is the stored slice already what we want?" — answered as upstream's controller does with
@@ -20,8 +24,10 @@ import { parseRfc3339 } from './parse-rfc3339';
  * - an absent list or map equals an empty one, and an absent `taint.value` equals `""`, because
  *   the API server omits empty fields when it answers;
  * - list order matters: reordering devices changes the scheduler's preference, so it is a change;
- * - fields slicekeeper does not model (set by a newer writer or by hand) must be empty in the
- *   stored object, or they count as a difference and the update clears them.
+ * - fields slicekeeper does not model (set by a newer writer or by hand, or a driver's
+ *   pass-through members) compare structurally: the stored object must carry what the desired
+ *   one does, and nothing else but empty values, or the update rewrites them. Quantities inside
+ *   pass-through members compare as text, because nothing says which members are quantities.
  */
 
 const DEVICE_FIELDS: ReadonlySet<string> = new Set([
@@ -33,6 +39,24 @@ const DEVICE_FIELDS: ReadonlySet<string> = new Set([
 ]);
 const ATTRIBUTE_FIELDS: ReadonlySet<string> = new Set(['int', 'bool', 'string', 'version']);
 const QUANTITY_FIELDS: ReadonlySet<string> = new Set(['value']);
+const CAPACITY_FIELDS: ReadonlySet<string> = new Set(['value', 'requestPolicy']);
+const REQUEST_POLICY_FIELDS: ReadonlySet<string> = new Set([
+  'default',
+  'validValues',
+  'validRange',
+]);
+const RANGE_FIELDS: ReadonlySet<string> = new Set(['min', 'max', 'step']);
+/** The ResourceSliceSpec fields {@link sliceSpecsEqual} compares by their meaning. */
+const SPEC_FIELDS: ReadonlySet<string> = new Set([
+  'driver',
+  'pool',
+  'nodeName',
+  'nodeSelector',
+  'allNodes',
+  'perDeviceNodeSelection',
+  'devices',
+  'sharedCounters',
+]);
 const TAINT_FIELDS: ReadonlySet<string> = new Set(['key', 'value', 'effect', 'timeAdded']);
 const CONSUMPTION_FIELDS: ReadonlySet<string> = new Set(['counterSet', 'counters']);
 const COUNTER_SET_FIELDS: ReadonlySet<string> = new Set(['name', 'counters']);
@@ -53,12 +77,37 @@ export function deviceEqual(stored: Device, desired: Device): boolean {
   return (
     stored.name === desired.name &&
     recordsEqual(stored.attributes, desired.attributes, attributeEqual) &&
-    recordsEqual(stored.capacity, desired.capacity, quantityValueEqual) &&
+    recordsEqual(stored.capacity, desired.capacity, capacityEqual) &&
     listsEqual(stored.taints, desired.taints, taintEqual) &&
     listsEqual(stored.consumesCounters, desired.consumesCounters, consumptionEqual) &&
     otherFieldsEqual(stored, desired, DEVICE_FIELDS)
   );
 }
+
+/**
+ * Whether two ResourceSlice specs publish the same thing (upstream `syncPool`'s comparison of
+ * a stored slice with the desired one): pool, node selection, devices and counter sets by their
+ * meaning, and every other member (a pool's pass-through fields, a newer writer's) with
+ * {@link semanticEqual}. Unset booleans equal `false`, as the API server omits them.
+ */
+export function sliceSpecsEqual(stored: ResourceSliceSpec, desired: ResourceSliceSpec): boolean {
+  return (
+    stored.driver === desired.driver &&
+    stored.pool.name === desired.pool.name &&
+    stored.pool.generation === desired.pool.generation &&
+    stored.pool.resourceSliceCount === desired.pool.resourceSliceCount &&
+    otherFieldsEqual(stored.pool, desired.pool, POOL_FIELDS) &&
+    (stored.nodeName ?? '') === (desired.nodeName ?? '') &&
+    semanticEqual(stored.nodeSelector, desired.nodeSelector) &&
+    (stored.allNodes === true) === (desired.allNodes === true) &&
+    (stored.perDeviceNodeSelection === true) === (desired.perDeviceNodeSelection === true) &&
+    devicesEqual(stored.devices, desired.devices) &&
+    counterSetsEqual(stored.sharedCounters, desired.sharedCounters) &&
+    otherFieldsEqual(stored, desired, SPEC_FIELDS)
+  );
+}
+
+const POOL_FIELDS: ReadonlySet<string> = new Set(['name', 'generation', 'resourceSliceCount']);
 
 /** Whether two `sharedCounters` lists are semantically equal, in order. */
 export function counterSetsEqual(
@@ -117,6 +166,10 @@ export function otherFieldsEmpty(value: object, known: ReadonlySet<string>): boo
   return true;
 }
 
+/**
+ * Scalar values compare exactly; the list values of 1.36 (`ints`, `bools`, `strings`,
+ * `versions`) compare in order, with the other unmodelled fields.
+ */
 function attributeEqual(stored: DeviceAttribute, desired: DeviceAttribute): boolean {
   return (
     stored.int === desired.int &&
@@ -127,11 +180,75 @@ function attributeEqual(stored: DeviceAttribute, desired: DeviceAttribute): bool
   );
 }
 
-function quantityValueEqual(stored: DeviceCapacity, desired: DeviceCapacity): boolean {
+function quantityValueEqual(stored: Counter, desired: Counter): boolean {
   return (
     quantitiesEqual(stored.value, desired.value) &&
     otherFieldsEqual(stored, desired, QUANTITY_FIELDS)
   );
+}
+
+/** A capacity's value and its consumable-capacity request policy, quantities by value. */
+function capacityEqual(stored: DeviceCapacity, desired: DeviceCapacity): boolean {
+  return (
+    quantitiesEqual(stored.value, desired.value) &&
+    optionalEqual(stored.requestPolicy, desired.requestPolicy, requestPolicyEqual) &&
+    otherFieldsEqual(stored, desired, CAPACITY_FIELDS)
+  );
+}
+
+function requestPolicyEqual(
+  stored: CapacityRequestPolicy,
+  desired: CapacityRequestPolicy,
+): boolean {
+  return (
+    optionalQuantitiesEqual(stored.default, desired.default) &&
+    listsEqual(stored.validValues, desired.validValues, quantitiesEqual) &&
+    optionalEqual(stored.validRange, desired.validRange, rangeEqual) &&
+    otherFieldsEqual(stored, desired, REQUEST_POLICY_FIELDS)
+  );
+}
+
+function rangeEqual(
+  stored: CapacityRequestPolicyRange,
+  desired: CapacityRequestPolicyRange,
+): boolean {
+  return (
+    quantitiesEqual(stored.min, desired.min) &&
+    optionalQuantitiesEqual(stored.max, desired.max) &&
+    optionalQuantitiesEqual(stored.step, desired.step) &&
+    otherFieldsEqual(stored, desired, RANGE_FIELDS)
+  );
+}
+
+/**
+ * Optional quantities: both unset (absent or `null`: Go encodes an unset `default` as `null`)
+ * or equal by value.
+ */
+function optionalQuantitiesEqual(
+  stored: string | null | undefined,
+  desired: string | null | undefined,
+): boolean {
+  if (stored === undefined || stored === null) return desired === undefined || desired === null;
+  if (desired === undefined || desired === null) return false;
+  return quantitiesEqual(stored, desired);
+}
+
+/**
+ * Optional objects: both unset, or set and equal. An object with nothing but empty members
+ * (`{"default": null}`, as Go encodes an empty request policy) counts as unset.
+ */
+function optionalEqual<T extends object>(
+  stored: T | null | undefined,
+  desired: T | null | undefined,
+  equal: (stored: T, desired: T) => boolean,
+): boolean {
+  const storedUnset = semanticEqual(stored ?? {}, {});
+  const desiredUnset = semanticEqual(desired ?? {}, {});
+  if (storedUnset || desiredUnset) return storedUnset && desiredUnset;
+  if (stored === undefined || stored === null || desired === undefined || desired === null) {
+    return false;
+  }
+  return equal(stored, desired);
 }
 
 function taintEqual(stored: DeviceTaint, desired: DeviceTaint): boolean {
@@ -210,7 +327,11 @@ function recordsEqual<T>(
 }
 
 /** The fields outside `known` of two objects, compared with {@link semanticEqual}. */
-function otherFieldsEqual(stored: object, desired: object, known: ReadonlySet<string>): boolean {
+export function otherFieldsEqual(
+  stored: object,
+  desired: object,
+  known: ReadonlySet<string>,
+): boolean {
   const left = fieldsOf(stored);
   const right = fieldsOf(desired);
   for (const key in left) {

@@ -13,13 +13,10 @@ import { kubeErrorCode } from '@slicekeeper/kube';
 import {
   applyLifecycleTaints,
   describeFieldErrors,
-  droppedFields,
   formatFieldError,
   planSync,
-  semanticEqual,
   summarizeDroppedFields,
   tryPlanSync,
-  withoutFields,
 } from '@slicekeeper/slices';
 import type {
   HealthTaintPolicy,
@@ -256,7 +253,7 @@ export class Reconciler {
     }
 
     // 3. The plan. Fields this server drops are not rewritten for the snapshot they were
-    // dropped from.
+    // dropped from: the planner adopts what the server kept (upstream's DroppedFieldsError).
     const dropping =
       previous?.snapshotGeneration === snapshotGeneration &&
       (previous.droppedFields?.length ?? 0) > 0;
@@ -269,6 +266,7 @@ export class Reconciler {
       // Laid out for taints from the start: a taint later changes devices in place.
       taintable: true,
       ...(this.options.layoutRules === undefined ? {} : { rules: this.options.layoutRules() }),
+      ...(dropping ? { adoptDropped: previous.droppedFields ?? [] } : {}),
     });
     const planned = tryPlanSync(input(existing));
     if (!planned.ok) {
@@ -279,16 +277,13 @@ export class Reconciler {
         snapshotGeneration,
       });
     }
-    const keepDropped = (plan: SyncPlan, slices: readonly StoredResourceSlice[]) =>
-      dropping ? withoutOnlyDropped(plan, slices) : plan;
-
     // 4. The writes.
     const applied = await this.applier.apply({
       key,
       existing,
-      plan: keepDropped(planned.plan, existing),
+      plan: planned.plan,
       // The input was valid above, and validity does not depend on what is published.
-      replan: (slices) => keepDropped(planSync(input(slices)), slices),
+      replan: (slices) => planSync(input(slices)),
       prepaid: turn.prepaidWrite,
     });
     if (!applied.ok) {
@@ -427,21 +422,6 @@ function failure(error: SlicekeeperError): Omit<Refusal, 'snapshotGeneration'> {
             ...(typeof retryAfterMs === 'number' ? { notBeforeMs: retryAfterMs } : {}),
           },
   };
-}
-
-/**
- * The plan without the updates that differ from the published slice only in fields this server
- * drops: what it stored is then the desired state, and writing again would change nothing.
- */
-function withoutOnlyDropped(plan: SyncPlan, existing: readonly StoredResourceSlice[]): SyncPlan {
-  const byName = new Map(existing.map((s) => [s.metadata.name, s]));
-  const updates = plan.updates.filter((update) => {
-    const current = byName.get(update.metadata.name);
-    if (current === undefined) return true;
-    const fields = droppedFields(update, current);
-    return fields.length === 0 || !semanticEqual(withoutFields(update, fields).spec, current.spec);
-  });
-  return updates.length === plan.updates.length ? plan : { ...plan, updates };
 }
 
 function summaries(plan: SyncPlan): SyncStatus['pools'] {
