@@ -37,11 +37,13 @@ export type {
   LifecycleTaintsInput,
   TaintEffect,
 } from './lifecycle-taints';
+export { publishedDevice, publishedDevices, TYPED_SLICE_SPEC_FIELDS } from './published-device';
 export {
   counterSetsEqual,
   deviceEqual,
   devicesEqual,
   semanticEqual,
+  sliceSpecsEqual,
   TAINT_TIME_TOLERANCE_MS,
   taintTimesEqual,
 } from './semantic-equality';
