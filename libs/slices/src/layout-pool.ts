@@ -22,7 +22,7 @@ export interface SliceContent {
  * was the cap for every slice.
  */
 export interface LayoutRules {
-  /** Slices with tainted, counter-consuming or list-attribute devices hold at most 64. */
+  /** Slices with an advanced device ({@link usesAdvancedFeatures}) hold at most 64. */
   readonly advancedCap: boolean;
   /** Counter sets sit in slices of their own; otherwise with the pool's first devices. */
   readonly countersApart: boolean;
@@ -55,7 +55,9 @@ export interface LayoutOptions {
  *   becomes one empty slice.
  * - Otherwise devices are packed in their order into as few slices as the limits allow: a slice
  *   takes devices until the next one would put it over 128, or over 64 once any device in it
- *   uses taints, counters or list attributes. Keeping the order matters: the scheduler tries
+ *   is advanced ({@link usesAdvancedFeatures}: taints, counters, list attributes, passThrough).
+ *   The scope does not matter: a `per-device` pool is packed alike, its devices' own node
+ *   selection does not lower the cap. Keeping the order matters: the scheduler tries
  *   slices by name and devices by position, so the driver's order is its allocation preference.
  *   Taking the longest prefix each time gives the fewest slices for an ordered split, because a
  *   shorter run of a valid slice is always valid too.

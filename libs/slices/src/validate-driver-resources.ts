@@ -28,8 +28,10 @@ const SCOPE_KINDS = ['all-nodes', 'node', 'node-selector', 'per-device'];
  * (`pools[0].devices[3].name: Invalid value: ...`). Empty when the inventory can be published.
  *
  * Besides the API server's per-slice rules (resource.k8s.io/v1 validation: names, 32 attributes
- * and capacities, 64-byte values, semver, quantities, 16 taints, counter limits, one node
- * selection) it checks what the API server cannot see because it looks at one slice at a time,
+ * and capacities, 48 attribute values, 64-byte values, semver, quantities, 16 taints, counter
+ * limits, one node selection per slice or, in a `per-device` pool, per device, capacity request
+ * policies, binding conditions, 128 or 64 devices per slice) and the bounds of the `passThrough`
+ * escape hatch, it checks what the API server cannot see because it looks at one slice at a time,
  * as upstream's `validateDriverResources` does: device names and counter set names unique in
  * the whole pool (one duplicate makes the scheduler drop the pool) and every consumed counter
  * defined by the pool. Invalid input is a terminal error: see {@link toTerminalError}.

@@ -17,14 +17,21 @@ const INT64_MAX = (1n << 63n) - 1n;
 /** `apimachineryvalidation.IsNegativeErrorMsg`. */
 const NEGATIVE_MESSAGE = 'must be greater than or equal to 0';
 
+/** A quantity as the driver wrote it, and its value when it is one. */
+export interface Amount {
+  readonly text: string;
+  /** Undefined when `text` is no quantity (reported where it was read). */
+  readonly quantity: Quantity | undefined;
+}
+
 /**
  * `validateSingleAllocatableDeviceCapacity` / `validateMultiAllocatableDeviceCapacity`: a
  * request policy only on a device that allows multiple allocations, and then a valid one.
- * `value` is the capacity's value, undefined when it is no quantity (already reported).
+ * `capacity` is the capacity's `value`; comparisons with it are skipped when it is no quantity.
  */
 export function validateCapacityRequestPolicy(
   policy: CapacityRequestPolicy,
-  value: { text: string; quantity: Quantity | undefined },
+  capacity: Amount,
   allowMultipleAllocations: boolean,
   path: string,
   errors: FieldError[],
@@ -33,13 +40,7 @@ export function validateCapacityRequestPolicy(
     errors.push({ path, type: 'Forbidden', message: 'allowMultipleAllocations must be true' });
     return;
   }
-  validateRequestPolicy(policy, value, path, errors);
-}
-
-/** A quantity field of the policy as given, and its value when it is one. */
-interface Amount {
-  readonly text: string;
-  readonly quantity: Quantity | undefined;
+  validateRequestPolicy(policy, capacity, path, errors);
 }
 
 /** `validateRequestPolicy`: at most one of `validValues` and `validRange`, each valid. */
