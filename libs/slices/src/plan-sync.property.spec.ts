@@ -5,6 +5,7 @@ import { isEmptyPlan, planSync } from './plan-sync';
 import type { PlanSyncInput } from './plan-sync';
 import type { StoredResourceSlice } from './resource-slice';
 import { isManagedSlice } from './resource-slice';
+import { publishedDevices } from './published-device';
 import { devicesEqual } from './semantic-equality';
 import { decodeSliceIndex, sliceIndexLength } from './slice-name';
 import { FakeResourceSliceApi } from './testing/fake-resource-slice-api';
@@ -25,6 +26,14 @@ const deviceFeaturesArb = fc.record({
   memory: fc.constantFrom('40Gi', '80Gi', '81920Mi', '85899345920', '80G'),
   tainted: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   consumesCounters: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+  /** Consumable capacity: several claims share the device (DRAConsumableCapacity). */
+  shared: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+  /** Binding conditions (DRADeviceBindingConditions). */
+  binding: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
+  /** A list-type attribute (DRAListTypeAttributes, 1.36). */
+  listAttribute: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
+  /** A field of a newer release, passed through. */
+  passThrough: fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
 });
 type DeviceFeatures = typeof deviceFeaturesArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -39,6 +48,8 @@ interface PoolShape {
   /** Explicit slices of this many devices, or automatic layout. */
   explicitSliceSize: number | undefined;
   generation: number | undefined;
+  /** A slice field of a newer release, passed through on every slice of the pool. */
+  passThrough: boolean;
 }
 
 const poolShapeArb: fc.Arbitrary<PoolShape> = fc.record({
@@ -47,6 +58,7 @@ const poolShapeArb: fc.Arbitrary<PoolShape> = fc.record({
   counters: fc.boolean(),
   explicitSliceSize: fc.option(fc.integer({ min: 1, max: 64 }), { nil: undefined }),
   generation: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+  passThrough: fc.boolean(),
 });
 
 const poolShapesArb = fc.uniqueArray(poolShapeArb, {
@@ -54,7 +66,12 @@ const poolShapesArb = fc.uniqueArray(poolShapeArb, {
   maxLength: 3,
 });
 
-function device(features: DeviceFeatures, index: number, counters: boolean): Device {
+function device(
+  features: DeviceFeatures,
+  index: number,
+  counters: boolean,
+  scope: PoolScope,
+): Device {
   const result: Device = {
     name: `dev-${index}`,
     attributes: { model: { string: features.model }, index: { int: index } },
@@ -64,13 +81,51 @@ function device(features: DeviceFeatures, index: number, counters: boolean): Dev
   if (counters && features.consumesCounters) {
     result.consumesCounters = [{ counterSet: 'shared', counters: { memory: { value: '1Gi' } } }];
   }
+  if (features.shared) {
+    result.allowMultipleAllocations = true;
+    result.capacity = {
+      memory: {
+        value: features.memory,
+        // Spelled unlike the server's canonical form, so that a resync compares by value.
+        requestPolicy: { default: '1024Mi', validRange: { min: '1Gi', step: '1073741824' } },
+      },
+    };
+  }
+  if (features.binding) {
+    result.bindsToNode = true;
+    result.bindingConditions = ['example.com/attached'];
+    result.bindingFailureConditions = ['example.com/attach-failed'];
+  }
+  if (features.listAttribute) {
+    result.attributes = { ...result.attributes, numaNodes: { ints: [0, index % 4] } };
+  }
+  if (features.passThrough) {
+    result.passThrough = { nodeAllocatableResources: { cpu: { deviceMultiplier: '8' } } };
+  }
+  if (scope.kind === 'per-device') {
+    switch (index % 3) {
+      case 0:
+        result.nodeName = `node-${index % 5}`;
+        break;
+      case 1:
+        result.allNodes = true;
+        break;
+      default:
+        result.nodeSelector = {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'example.com/rack', operator: 'In', values: ['7'] }] },
+          ],
+        };
+    }
+  }
   return result;
 }
 
 function buildPool(shape: PoolShape, scope: PoolScope): Pool {
-  const devices = shape.devices.map((features, i) => device(features, i, shape.counters));
+  const devices = shape.devices.map((features, i) => device(features, i, shape.counters, scope));
   const pool: Pool = { name: shape.name, scope, devices };
   if (shape.generation !== undefined) pool.generation = shape.generation;
+  if (shape.passThrough) pool.passThrough = { partitionTypeAttribute: 'example.com/profile' };
   if (shape.explicitSliceSize === undefined) {
     if (shape.counters) pool.sharedCounters = [SHARED_COUNTER_SET];
     return pool;
@@ -94,6 +149,7 @@ const keyArb: fc.Arbitrary<Key> = fc.constantFrom<Key>(
     node: '',
     scopes: [
       { kind: 'all-nodes' },
+      { kind: 'per-device' },
       {
         kind: 'node-selector',
         nodeSelector: {
@@ -233,6 +289,7 @@ const emptyShape: PoolShape = {
   counters: false,
   explicitSliceSize: undefined,
   generation: undefined,
+  passThrough: false,
 };
 
 describe('planSync properties', () => {
@@ -298,8 +355,21 @@ describe('planSync properties', () => {
               (decodeSliceIndex(b.metadata.name, indexLength) ?? -1),
           );
           const published = byIndex.flatMap((slice) => slice.spec.devices ?? []);
-          const desired = layout.flatMap((content) => content.devices);
+          const desired = publishedDevices(layout.flatMap((content) => content.devices));
           expect(devicesEqual(published, desired)).toBe(true);
+          for (const slice of slices) {
+            // Every typed field and pass-through member as sent; domain-only fields never.
+            expect(slice.spec.perDeviceNodeSelection === true).toBe(
+              pool.scope.kind === 'per-device',
+            );
+            if (pool.scope.kind !== 'node') expect(slice.metadata.ownerReferences).toBeUndefined();
+            const extra = (slice.spec as unknown as Record<string, unknown>).partitionTypeAttribute;
+            expect(extra).toBe(pool.passThrough === undefined ? undefined : 'example.com/profile');
+            for (const published of slice.spec.devices ?? []) {
+              expect(published).not.toHaveProperty('passThrough');
+              expect(published).not.toHaveProperty('health');
+            }
+          }
           expect(byIndex.flatMap((slice) => slice.spec.sharedCounters ?? [])).toEqual(
             layout.flatMap((content) => content.sharedCounters ?? []),
           );
