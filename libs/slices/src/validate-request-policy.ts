@@ -138,7 +138,12 @@ function validateValidValues(
   }
 }
 
-/** `validateRequestPolicyRange`. Its `default` errors sit under `validRange`, as upstream's. */
+/**
+ * `validateRequestPolicyRange` as upstream has it since the 1.34 original was fixed: the
+ * default's errors on `validRange.default` (1.34 put them on `validRange.min` / `.max`), a step
+ * that must be positive (1.34 divided by it unchecked) and the whole-number bounds of
+ * `validateInt64Range`. A policy valid here is valid for either.
+ */
 function validateRange(
   range: CapacityRequestPolicyRange,
   defaultAmount: Amount,
