@@ -142,7 +142,8 @@ function validateValidValues(
  * `validateRequestPolicyRange` as upstream has it since the 1.34 original was fixed: the
  * default's errors on `validRange.default` (1.34 put them on `validRange.min` / `.max`), a step
  * that must be positive (1.34 divided by it unchecked) and the whole-number bounds of
- * `validateInt64Range`. A policy valid here is valid for either.
+ * `validateInt64Range`. A policy valid here is valid for either. The milli-unit arithmetic of
+ * gate DRAFractionalCapacityRange (after 1.36) is not modelled.
  */
 function validateRange(
   range: CapacityRequestPolicyRange,
