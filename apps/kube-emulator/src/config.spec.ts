@@ -76,11 +76,12 @@ describe('kube emulator config', () => {
     it('takes a release the emulator can pass for', () => {
       expect(loadConfig({ KUBE_RELEASE: '1.32' }).KUBE_RELEASE).toBe('1.32');
       expect(loadConfig({ KUBE_RELEASE: '1.36' }).KUBE_RELEASE).toBe('1.36');
+      expect(loadConfig({ KUBE_RELEASE: '1.37' }).KUBE_RELEASE).toBe('1.37');
     });
 
     it('refuses another, naming the variable and the accepted values', () => {
       expect(() => loadConfig({ KUBE_RELEASE: 'v1.34' })).toThrow(
-        'KUBE_RELEASE: must be one of 1.32, 1.33, 1.34, 1.35, 1.36 (got "v1.34")',
+        'KUBE_RELEASE: must be one of 1.32, 1.33, 1.34, 1.35, 1.36, 1.37 (got "v1.34")',
       );
     });
 
@@ -93,6 +94,17 @@ describe('kube emulator config', () => {
       expect(
         loadConfig({ KUBE_RELEASE: '1.33', FEATURE_GATES: 'DRADeviceTaints=true' }).FEATURE_GATES,
       ).toEqual({ DRADeviceTaints: true });
+      expect(() =>
+        loadConfig({ KUBE_RELEASE: '1.35', FEATURE_GATES: 'DRANodeAllocatableResources=true' }),
+      ).toThrow(
+        'FEATURE_GATES: unrecognized feature gate: DRANodeAllocatableResources (kube-apiserver 1.35 has no such gate)',
+      );
+      expect(
+        loadConfig({
+          KUBE_RELEASE: '1.36',
+          FEATURE_GATES: 'DRAListTypeAttributes=true,DRANodeAllocatableResources=true',
+        }).FEATURE_GATES,
+      ).toEqual({ DRAListTypeAttributes: true, DRANodeAllocatableResources: true });
     });
   });
 });

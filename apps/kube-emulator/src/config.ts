@@ -1,24 +1,14 @@
 import { z } from 'zod';
-import { DEFAULT_KUBE_RELEASE, KUBE_RELEASES, releaseHasGate } from '@slicekeeper/apiserver';
+import {
+  DEFAULT_KUBE_RELEASE,
+  DRA_FEATURE_GATES,
+  KUBE_RELEASES,
+  isDraFeatureGate,
+  releaseHasGate,
+} from '@slicekeeper/apiserver';
 import type { DraFeatureGate, FeatureGates, KubeRelease } from '@slicekeeper/apiserver';
 import { envDurationMs, envInt, envLogLevel, envPort, parseConfig } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
-
-/**
- * The gates the emulator knows: those of kube-apiserver 1.34 that change what a ResourceSlice
- * keeps. `satisfies` ties the list to the shared gate-name type, both ways.
- */
-const KNOWN_FEATURE_GATES = {
-  DRADeviceTaints: true,
-  DRAPartitionableDevices: true,
-  DRADeviceBindingConditions: true,
-  DRAConsumableCapacity: true,
-  DRAResourceClaimDeviceStatus: true,
-} as const satisfies Record<DraFeatureGate, true>;
-
-function isKnownFeatureGate(name: string): name is DraFeatureGate {
-  return Object.hasOwn(KNOWN_FEATURE_GATES, name);
-}
 
 /** Go's `strconv.ParseBool`, which kube-apiserver parses gate values with. */
 const GO_BOOLS: Readonly<Record<string, boolean>> = {
@@ -60,10 +50,10 @@ function envFeatureGates(description: string) {
             code: 'custom',
             message: `invalid value of ${name}=${rawValue.trim()}: must be true or false`,
           });
-        } else if (!isKnownFeatureGate(name)) {
+        } else if (!isDraFeatureGate(name)) {
           ctx.addIssue({
             code: 'custom',
-            message: `unrecognized feature gate: ${name} (the emulator knows ${Object.keys(KNOWN_FEATURE_GATES).join(', ')})`,
+            message: `unrecognized feature gate: ${name} (the emulator knows ${DRA_FEATURE_GATES.join(', ')})`,
           });
         } else {
           gates[name] = enabled;
@@ -126,10 +116,10 @@ export const schema = z
       'Delay before a Node deletion takes its ResourceSlices with it.',
     ),
     KUBE_RELEASE: envKubeRelease(
-      `The Kubernetes release to pass for (${KUBE_RELEASES.join(', ')}): what /version answers, which resource.k8s.io versions are served (1.32: v1beta1; 1.33: v1beta2, v1beta1; 1.34 on: v1, v1beta2, v1beta1) and the feature gates' defaults.`,
+      `The Kubernetes release to pass for (${KUBE_RELEASES.join(', ')}): what /version answers, which resource.k8s.io versions are served (1.32: v1beta1; 1.33: v1beta2, v1beta1; 1.34 on: v1, v1beta2, v1beta1), which ResourceSlice fields exist (1.36: list-type attributes and nodeAllocatableResourceMappings; 1.37, kubernetes master after 1.36: that field renamed nodeAllocatableResources) and the feature gates' defaults.`,
     ),
     FEATURE_GATES: envFeatureGates(
-      "DRA gates as kube-apiserver's `--feature-gates` takes them, e.g. `DRADeviceTaints=true,DRAConsumableCapacity=false`. A gate left out has KUBE_RELEASE's default (up to 1.35 the alpha ones are off and DRAResourceClaimDeviceStatus on from 1.33; in 1.36 all are on); a written ResourceSlice loses the fields of a disabled gate unless the stored one uses them. Gate names the release does not have are refused.",
+      "DRA gates as kube-apiserver's `--feature-gates` takes them, e.g. `DRADeviceTaints=true,DRAConsumableCapacity=false`. A gate left out has KUBE_RELEASE's default (up to 1.35 the alpha ones are off and DRAResourceClaimDeviceStatus on from 1.33; from 1.36 all are on but DRAListTypeAttributes and DRANodeAllocatableResources, alpha in 1.36 and 1.37); a written ResourceSlice loses the fields of a disabled gate unless the stored one uses them. Gate names the release does not have are refused.",
     ),
     LOG_LEVEL: envLogLevel(),
   })

@@ -176,12 +176,52 @@ export const nodeSchema = struct('Node', [
   ['status', nodeStatus, 'omitempty'],
 ]);
 
-const deviceAttribute = struct('DeviceAttribute', [
-  ['int', INT64, 'omitempty,ptr'],
-  ['bool', BOOL, 'omitempty,ptr'],
-  ['string', STRING, 'omitempty,ptr'],
-  ['version', STRING, 'omitempty,ptr'],
-]);
+/**
+ * What a release's ResourceSlice types have, by the minor release a field appeared in (k8s.io/api
+ * resource/v1 types.go of each release). A server decodes a field it does not know as unknown
+ * (a warning, or 400 with `fieldValidation=Strict`), which is not what it does with a field it
+ * knows but whose gate is off (dropped silently): the two are told apart here and in the strategy.
+ */
+export interface SliceSchemaFeatures {
+  /** Taints, counters and per-device node selection (1.33). */
+  readonly partitionable: boolean;
+  /** Binding conditions, `allowMultipleAllocations` and capacity `requestPolicy` (1.34). */
+  readonly bindingAndConsumable: boolean;
+  /** `ints`, `bools`, `strings`, `versions` of a DeviceAttribute (1.36). */
+  readonly listAttributes: boolean;
+  /** 1.36's `nodeAllocatableResourceMappings` (KEP-5517's first shape). */
+  readonly nodeAllocatableResourceMappings: boolean;
+  /** 1.37's `nodeAllocatableResources` (the field renamed, `mapping` and `overhead`). */
+  readonly nodeAllocatableResources: boolean;
+}
+
+/** The device fields a release of the given minor version serves. */
+export function sliceSchemaFeatures(minor: number): SliceSchemaFeatures {
+  return {
+    partitionable: minor >= 33,
+    bindingAndConsumable: minor >= 34,
+    listAttributes: minor >= 36,
+    nodeAllocatableResourceMappings: minor === 36,
+    nodeAllocatableResources: minor >= 37,
+  };
+}
+
+function deviceAttributeSchema(features: SliceSchemaFeatures): StructSchema {
+  return struct('DeviceAttribute', [
+    ['int', INT64, 'omitempty,ptr'],
+    ['bool', BOOL, 'omitempty,ptr'],
+    ['string', STRING, 'omitempty,ptr'],
+    ['version', STRING, 'omitempty,ptr'],
+    ...(features.listAttributes
+      ? ([
+          ['ints', atomicList(INT64), 'omitempty'],
+          ['bools', atomicList(BOOL), 'omitempty'],
+          ['strings', atomicList(STRING), 'omitempty'],
+          ['versions', atomicList(STRING), 'omitempty'],
+        ] satisfies FieldSpec[])
+      : []),
+  ]);
+}
 
 const capacityRequestPolicy = struct('CapacityRequestPolicy', [
   ['default', QUANTITY, 'omitempty,ptr'],
@@ -197,10 +237,14 @@ const capacityRequestPolicy = struct('CapacityRequestPolicy', [
   ],
 ]);
 
-const deviceCapacity = struct('DeviceCapacity', [
-  ['value', QUANTITY],
-  ['requestPolicy', capacityRequestPolicy, 'omitempty,ptr'],
-]);
+function deviceCapacitySchema(features: SliceSchemaFeatures): StructSchema {
+  return struct('DeviceCapacity', [
+    ['value', QUANTITY],
+    ...(features.bindingAndConsumable
+      ? ([['requestPolicy', capacityRequestPolicy, 'omitempty,ptr']] satisfies FieldSpec[])
+      : []),
+  ]);
+}
 
 const counter = struct('Counter', [['value', QUANTITY]]);
 
@@ -211,39 +255,84 @@ const deviceTaint = struct('DeviceTaint', [
   ['timeAdded', TIME, 'omitempty,ptr'],
 ]);
 
-/** The fields of a device after its name: v1 and v1beta2 `Device`, v1beta1 `BasicDevice`. */
-const deviceFields: readonly FieldSpec[] = [
-  ['attributes', mapOf(deviceAttribute), 'omitempty'],
-  ['capacity', mapOf(deviceCapacity), 'omitempty'],
-  [
-    'consumesCounters',
-    atomicList(
-      struct('DeviceCounterConsumption', [
-        ['counterSet', STRING],
-        ['counters', mapOf(counter)],
-      ]),
-    ),
-    'omitempty',
-  ],
-  ['nodeName', STRING, 'omitempty,ptr'],
-  ['nodeSelector', nodeSelector, 'omitempty,ptr'],
-  ['allNodes', BOOL, 'omitempty,ptr'],
-  ['taints', atomicList(deviceTaint), 'omitempty'],
-  ['bindsToNode', BOOL, 'omitempty,ptr'],
-  ['bindingConditions', atomicList(STRING), 'omitempty'],
-  ['bindingFailureConditions', atomicList(STRING), 'omitempty'],
-  ['allowMultipleAllocations', BOOL, 'omitempty,ptr'],
-];
+/** 1.36's `NodeAllocatableResourceMapping`. */
+const nodeAllocatableResourceMapping = struct('NodeAllocatableResourceMapping', [
+  ['capacityKey', STRING, 'omitempty,ptr'],
+  ['allocationMultiplier', QUANTITY, 'omitempty,ptr'],
+]);
 
-const device = struct('Device', [['name', STRING], ...deviceFields]);
+/** 1.37's `NodeAllocatableResource` (a `mapping`, an `overhead`, or both). */
+const nodeAllocatableResource = struct('NodeAllocatableResource', [
+  [
+    'mapping',
+    struct('NodeAllocatableMapping', [
+      ['capacityKey', STRING, 'omitempty,ptr'],
+      ['capacityMultiplier', QUANTITY, 'omitempty,ptr'],
+      ['deviceMultiplier', QUANTITY, 'omitempty,ptr'],
+    ]),
+    'omitempty,ptr',
+  ],
+  [
+    'overhead',
+    struct('NodeAllocatableOverhead', [
+      ['perPod', QUANTITY, 'omitempty,ptr'],
+      ['perContainer', QUANTITY, 'omitempty,ptr'],
+    ]),
+    'omitempty,ptr',
+  ],
+]);
+
+/** The fields of a device after its name: v1 and v1beta2 `Device`, v1beta1 `BasicDevice`. */
+function deviceFieldsOf(features: SliceSchemaFeatures): FieldSpec[] {
+  const fields: FieldSpec[] = [
+    ['attributes', mapOf(deviceAttributeSchema(features)), 'omitempty'],
+    ['capacity', mapOf(deviceCapacitySchema(features)), 'omitempty'],
+  ];
+  if (features.partitionable) {
+    fields.push(
+      [
+        'consumesCounters',
+        atomicList(
+          struct('DeviceCounterConsumption', [
+            ['counterSet', STRING],
+            ['counters', mapOf(counter)],
+          ]),
+        ),
+        'omitempty',
+      ],
+      ['nodeName', STRING, 'omitempty,ptr'],
+      ['nodeSelector', nodeSelector, 'omitempty,ptr'],
+      ['allNodes', BOOL, 'omitempty,ptr'],
+      ['taints', atomicList(deviceTaint), 'omitempty'],
+    );
+  }
+  if (features.bindingAndConsumable) {
+    fields.push(
+      ['bindsToNode', BOOL, 'omitempty,ptr'],
+      ['bindingConditions', atomicList(STRING), 'omitempty'],
+      ['bindingFailureConditions', atomicList(STRING), 'omitempty'],
+      ['allowMultipleAllocations', BOOL, 'omitempty,ptr'],
+    );
+  }
+  if (features.nodeAllocatableResourceMappings)
+    fields.push([
+      'nodeAllocatableResourceMappings',
+      mapOf(nodeAllocatableResourceMapping),
+      'omitempty',
+    ]);
+  if (features.nodeAllocatableResources)
+    fields.push(['nodeAllocatableResources', mapOf(nodeAllocatableResource), 'omitempty']);
+  return fields;
+}
 
 /**
- * A ResourceSliceSpec around `device`: v1 and v1beta2 make nodeName and allNodes pointers,
+ * A ResourceSliceSpec around `deviceSchema`: v1 and v1beta2 make nodeName and allNodes pointers,
  * v1beta1 plain values (omitted when empty/false). Everything else has the same names and order.
  */
 function resourceSliceSpecOf(
-  deviceSchema: typeof device,
+  deviceSchema: StructSchema,
   nodeFieldOptions: 'omitempty' | 'omitempty,ptr',
+  features: SliceSchemaFeatures,
 ) {
   return struct('ResourceSliceSpec', [
     ['driver', STRING],
@@ -259,38 +348,60 @@ function resourceSliceSpecOf(
     ['nodeSelector', nodeSelector, 'omitempty,ptr'],
     ['allNodes', BOOL, nodeFieldOptions],
     ['devices', atomicList(deviceSchema)],
-    ['perDeviceNodeSelection', BOOL, 'omitempty,ptr'],
-    [
-      'sharedCounters',
-      atomicList(
-        struct('CounterSet', [
-          ['name', STRING],
-          ['counters', mapOf(counter)],
-        ]),
-      ),
-      'omitempty',
-    ],
+    ...(features.partitionable
+      ? ([
+          ['perDeviceNodeSelection', BOOL, 'omitempty,ptr'],
+          [
+            'sharedCounters',
+            atomicList(
+              struct('CounterSet', [
+                ['name', STRING],
+                ['counters', mapOf(counter)],
+              ]),
+            ),
+            'omitempty',
+          ],
+        ] satisfies FieldSpec[])
+      : []),
   ]);
 }
 
-export const resourceSliceSchema = struct('ResourceSlice', [
-  ['metadata', objectMetaSchema, 'omitempty'],
-  ['spec', resourceSliceSpecOf(device, 'omitempty,ptr')],
-]);
+/** A release's ResourceSlice schemas: v1's (also v1beta2's and the stored shape) and v1beta1's. */
+export interface ResourceSliceSchemas {
+  readonly v1: StructSchema;
+  readonly v1beta1: StructSchema;
+}
 
-/*
- * resource.k8s.io/v1beta1 (staging/src/k8s.io/api/resource/v1beta1/types.go): a device's fields
- * sit in `basic`.
- */
-const deviceV1beta1 = struct('Device', [
-  ['name', STRING],
-  ['basic', struct('BasicDevice', [...deviceFields]), 'omitempty,ptr'],
-]);
+/** The ResourceSlice schemas of the release with the given minor version. */
+export function resourceSliceSchemasFor(minor: number): ResourceSliceSchemas {
+  const features = sliceSchemaFeatures(minor);
+  const fields = deviceFieldsOf(features);
+  const device = struct('Device', [['name', STRING], ...fields]);
+  // resource.k8s.io/v1beta1 (staging/src/k8s.io/api/resource/v1beta1/types.go): a device's
+  // fields sit in `basic`.
+  const deviceV1beta1 = struct('Device', [
+    ['name', STRING],
+    ['basic', struct('BasicDevice', fields), 'omitempty,ptr'],
+  ]);
+  return {
+    v1: struct('ResourceSlice', [
+      ['metadata', objectMetaSchema, 'omitempty'],
+      ['spec', resourceSliceSpecOf(device, 'omitempty,ptr', features)],
+    ]),
+    v1beta1: struct('ResourceSlice', [
+      ['metadata', objectMetaSchema, 'omitempty'],
+      ['spec', resourceSliceSpecOf(deviceV1beta1, 'omitempty', features)],
+    ]),
+  };
+}
 
-export const resourceSliceV1beta1Schema = struct('ResourceSlice', [
-  ['metadata', objectMetaSchema, 'omitempty'],
-  ['spec', resourceSliceSpecOf(deviceV1beta1, 'omitempty')],
-]);
+const SLICE_SCHEMAS_1_34 = resourceSliceSchemasFor(34);
+
+/** kube-apiserver 1.34's ResourceSlice (v1, v1beta2 and the stored shape). */
+export const resourceSliceSchema = SLICE_SCHEMAS_1_34.v1;
+
+/** kube-apiserver 1.34's resource.k8s.io/v1beta1 ResourceSlice. */
+export const resourceSliceV1beta1Schema = SLICE_SCHEMAS_1_34.v1beta1;
 
 /*
  * Events (k8s.io/api core/v1 and events/v1). Go's `omitempty` does not omit a struct, so a zero

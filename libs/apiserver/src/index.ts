@@ -10,6 +10,7 @@ export type {
   RequestLogEntry,
   RequestMatcher,
 } from './emulator-hooks';
+export { DRA_FEATURE_GATES, isDraFeatureGate } from './resource-types';
 export type { DraFeatureGate, FeatureGates } from './resource-types';
 export { DEFAULT_EVENT_TTL_MS } from './event-types';
 export type { JsonObject, JsonValue } from './object-schema';

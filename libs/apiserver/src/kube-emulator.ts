@@ -35,7 +35,7 @@ import { openApiDocument, openApiRoot } from './openapi';
 import { DEFAULT_KUBE_RELEASE, releaseGateDefaults, releaseInfo } from './kube-release';
 import type { KubeRelease } from './kube-release';
 import { leaseType, podType } from './read-only-types';
-import { RESOURCE_SLICE_VERSIONS } from './resource-slice-versions';
+import { resourceSliceVersions } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
 import { unmodelledRouteError } from './unmodelled-routes';
 import type { FeatureGates, ResourceType } from './resource-types';
@@ -286,6 +286,7 @@ export class KubeEmulator {
   constructor(options: KubeEmulatorOptions = {}) {
     this.options = options;
     this.release = options.release ?? DEFAULT_KUBE_RELEASE;
+    const sliceVersions = resourceSliceVersions(this.release);
     this.servedTypes = [
       nodeType,
       coreEventType,
@@ -293,7 +294,7 @@ export class KubeEmulator {
       eventsV1EventType,
       leaseType,
       ...releaseInfo(this.release).resourceVersions.flatMap((v) => {
-        const type = RESOURCE_SLICE_VERSIONS.get(v);
+        const type = sliceVersions.get(v);
         return type === undefined ? [] : [type];
       }),
     ];

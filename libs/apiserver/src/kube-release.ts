@@ -12,10 +12,21 @@ import type { DraFeatureGate } from './resource-types';
  * a 1.32 or 1.33 cluster serves resource.k8s.io only with
  * `--runtime-config=resource.k8s.io/v1beta1=true,…` and the DynamicResourceAllocation gate, as
  * the DRA documentation sets it up; the emulator serves every version the release has.
+ *
+ * 1.37 is what kubernetes' master branch had after 1.36 (the release was not out when it was
+ * modelled): KEP-5517's device field renamed to `nodeAllocatableResources` with a new shape, the
+ * gates as pkg/features/kube_features.go declares them for 1.37.
  */
-export type KubeRelease = '1.32' | '1.33' | '1.34' | '1.35' | '1.36';
+export type KubeRelease = '1.32' | '1.33' | '1.34' | '1.35' | '1.36' | '1.37';
 
-export const KUBE_RELEASES: readonly KubeRelease[] = ['1.32', '1.33', '1.34', '1.35', '1.36'];
+export const KUBE_RELEASES: readonly KubeRelease[] = [
+  '1.32',
+  '1.33',
+  '1.34',
+  '1.35',
+  '1.36',
+  '1.37',
+];
 
 /** What the emulator passed for before releases could be chosen. */
 export const DEFAULT_KUBE_RELEASE: KubeRelease = '1.34';
@@ -41,6 +52,7 @@ const RELEASES: Readonly<Record<KubeRelease, ReleaseInfo>> = {
   '1.34': { minor: 34, resourceVersions: ['v1', 'v1beta2', 'v1beta1'], storageVersion: 'v1beta2' },
   '1.35': { minor: 35, resourceVersions: ['v1', 'v1beta2', 'v1beta1'], storageVersion: 'v1' },
   '1.36': { minor: 36, resourceVersions: ['v1', 'v1beta2', 'v1beta1'], storageVersion: 'v1' },
+  '1.37': { minor: 37, resourceVersions: ['v1', 'v1beta2', 'v1beta1'], storageVersion: 'v1' },
 };
 
 export function releaseInfo(release: KubeRelease): ReleaseInfo {
@@ -51,7 +63,9 @@ export function releaseInfo(release: KubeRelease): ReleaseInfo {
  * Per gate, the minor release it appeared in and the minor release it became on by default
  * (kube_features.go: DRADeviceTaints, DRAPartitionableDevices 1.33 alpha → 1.36 beta;
  * DRADeviceBindingConditions, DRAConsumableCapacity 1.34 alpha → 1.36 beta;
- * DRAResourceClaimDeviceStatus 1.32 alpha → 1.33 beta; DRAListTypeAttributes 1.36 alpha).
+ * DRAResourceClaimDeviceStatus 1.32 alpha → 1.33 beta; DRAListTypeAttributes and
+ * DRANodeAllocatableResources 1.36 alpha, still alpha in 1.37). A gate that went GA stays on
+ * here; the locks of GA gates (`LockToDefault`) are not modelled.
  */
 const GATE_HISTORY: Readonly<Record<DraFeatureGate, { since: number; onSince: number }>> = {
   DRADeviceTaints: { since: 33, onSince: 36 },
@@ -60,6 +74,7 @@ const GATE_HISTORY: Readonly<Record<DraFeatureGate, { since: number; onSince: nu
   DRAConsumableCapacity: { since: 34, onSince: 36 },
   DRAResourceClaimDeviceStatus: { since: 32, onSince: 33 },
   DRAListTypeAttributes: { since: 36, onSince: Number.POSITIVE_INFINITY },
+  DRANodeAllocatableResources: { since: 36, onSince: Number.POSITIVE_INFINITY },
 };
 
 /** Whether kube-apiserver of `release` knows the gate (`--feature-gates` refuses others). */

@@ -1,6 +1,8 @@
-import { listAt, objAt, resourceSliceV1beta1Schema } from './api-schemas';
+import { listAt, objAt, resourceSliceSchemasFor } from './api-schemas';
+import { releaseInfo } from './kube-release';
+import type { KubeRelease } from './kube-release';
 import { isJsonObject, normalize } from './object-schema';
-import type { JsonObject } from './object-schema';
+import type { JsonObject, StructSchema } from './object-schema';
 import { resourceSliceType } from './resource-types';
 import type { ResourceType, VersionConversion } from './resource-types';
 
@@ -50,7 +52,7 @@ function v1beta1ToHub(obj: JsonObject): JsonObject {
 }
 
 /** v1 → v1beta1: every device's fields but its name go into `basic`. */
-function hubToV1beta1(obj: JsonObject): JsonObject {
+function hubToV1beta1(obj: JsonObject, v1beta1Schema: StructSchema): JsonObject {
   const spec = objAt(obj, 'spec');
   if (spec === undefined) return obj;
   const out: JsonObject = { ...spec };
@@ -67,26 +69,17 @@ function hubToV1beta1(obj: JsonObject): JsonObject {
   if (out.nodeName === null) Reflect.deleteProperty(out, 'nodeName');
   if (out.allNodes === null) Reflect.deleteProperty(out, 'allNodes');
   const converted = copyWith(obj, out);
-  return normalize(resourceSliceV1beta1Schema, converted);
+  return normalize(v1beta1Schema, converted);
 }
 
-const V1BETA1: VersionConversion = {
-  schema: resourceSliceV1beta1Schema,
-  toHub: v1beta1ToHub,
-  fromHub: hubToV1beta1,
-};
-
-/** v1beta2's ResourceSlice has v1's fields, names and order. */
-const V1BETA2: VersionConversion = {
-  schema: resourceSliceType.schema,
-  toHub: (obj) => obj,
-  fromHub: (obj) => obj,
-};
-
-function versioned(version: string, conversion: VersionConversion): ResourceType {
+function versioned(
+  hub: ResourceType,
+  version: string,
+  conversion: VersionConversion,
+): ResourceType {
   const apiVersion = `resource.k8s.io/${version}`;
   return {
-    ...resourceSliceType,
+    ...hub,
     version,
     apiVersion,
     conversion,
@@ -95,9 +88,31 @@ function versioned(version: string, conversion: VersionConversion): ResourceType
   };
 }
 
-/** The ResourceSlice type as each resource.k8s.io version serves it. */
-export const RESOURCE_SLICE_VERSIONS: ReadonlyMap<string, ResourceType> = new Map([
-  ['v1', resourceSliceType],
-  ['v1beta2', versioned('v1beta2', V1BETA2)],
-  ['v1beta1', versioned('v1beta1', V1BETA1)],
-]);
+/**
+ * The ResourceSlice type as each resource.k8s.io version of `release` serves it: the fields the
+ * release's types have (a newer field is unknown to an older server), v1's shape stored, the
+ * same strategy for every version. v1beta2's ResourceSlice has v1's fields, names and order.
+ */
+export function resourceSliceVersions(release: KubeRelease): ReadonlyMap<string, ResourceType> {
+  const schemas = resourceSliceSchemasFor(releaseInfo(release).minor);
+  const hub: ResourceType = { ...resourceSliceType, schema: schemas.v1 };
+  return new Map([
+    ['v1', hub],
+    [
+      'v1beta2',
+      versioned(hub, 'v1beta2', { schema: schemas.v1, toHub: (o) => o, fromHub: (o) => o }),
+    ],
+    [
+      'v1beta1',
+      versioned(hub, 'v1beta1', {
+        schema: schemas.v1beta1,
+        toHub: v1beta1ToHub,
+        fromHub: (obj) => hubToV1beta1(obj, schemas.v1beta1),
+      }),
+    ],
+  ]);
+}
+
+/** The ResourceSlice type as each resource.k8s.io version of kube-apiserver 1.34 serves it. */
+export const RESOURCE_SLICE_VERSIONS: ReadonlyMap<string, ResourceType> =
+  resourceSliceVersions('1.34');

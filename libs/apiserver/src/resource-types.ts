@@ -1,4 +1,3 @@
-import type { DraFeatureGateName } from '@slicekeeper/slices';
 import {
   nodeSchema,
   objAt,
@@ -27,8 +26,29 @@ import {
  * which fields selectors can use, and how `kubectl get` prints it (the server-side Table).
  */
 
-/** A DRA feature gate of kube-apiserver 1.34 that changes what a ResourceSlice keeps. */
-export type DraFeatureGate = DraFeatureGateName;
+/**
+ * The DRA feature gates of kube-apiserver 1.32–1.37 that change what a ResourceSlice keeps
+ * (pkg/registry/resource/resourceslice/strategy.go, one `dropDisabled…Fields` per gate). The
+ * emulator is the server: it knows the gates of the releases it passes for, which may be more
+ * than the client side (`DraFeatureGateName` of libs/slices) knows.
+ */
+export const DRA_FEATURE_GATES = [
+  'DRADeviceTaints',
+  'DRAPartitionableDevices',
+  'DRADeviceBindingConditions',
+  'DRAConsumableCapacity',
+  'DRAResourceClaimDeviceStatus',
+  'DRAListTypeAttributes',
+  'DRANodeAllocatableResources',
+] as const;
+
+/** A DRA feature gate that changes what a ResourceSlice keeps. */
+export type DraFeatureGate = (typeof DRA_FEATURE_GATES)[number];
+
+/** Whether `name` is one of {@link DRA_FEATURE_GATES}. */
+export function isDraFeatureGate(name: string): name is DraFeatureGate {
+  return (DRA_FEATURE_GATES as readonly string[]).includes(name);
+}
 
 /**
  * Feature gates as kube-apiserver's `--feature-gates` sets them; a gate left out has its 1.34
@@ -39,7 +59,7 @@ export type FeatureGates = Readonly<Partial<Record<DraFeatureGate, boolean>>>;
 /**
  * kube-apiserver 1.34's defaults: the DRA gates that guard ResourceSlice fields are alpha and
  * off, except `DRAResourceClaimDeviceStatus` (beta since 1.33), which binding conditions also
- * need.
+ * need. The two gates of 1.36 do not exist in 1.34, which is the same as off.
  */
 export const DEFAULT_FEATURE_GATES: Readonly<Record<DraFeatureGate, boolean>> = {
   DRADeviceTaints: false,
@@ -48,6 +68,7 @@ export const DEFAULT_FEATURE_GATES: Readonly<Record<DraFeatureGate, boolean>> = 
   DRAConsumableCapacity: false,
   DRAResourceClaimDeviceStatus: true,
   DRAListTypeAttributes: false,
+  DRANodeAllocatableResources: false,
 };
 
 function enabled(gates: FeatureGates, gate: DraFeatureGate): boolean {
@@ -293,6 +314,32 @@ function consumableCapacityInUse(old: Slice): boolean {
   );
 }
 
+const LIST_ATTRIBUTE_FIELDS = ['ints', 'bools', 'strings', 'versions'];
+
+function attributesOf(device: JsonObject): JsonObject[] {
+  return Object.values(objAt(device, 'attributes') ?? {}).filter(isJsonObject);
+}
+
+/** `draListTypeAttributesFeatureInUse`: any list value set, even an empty one (a non-nil slice). */
+function listTypeAttributesInUse(old: Slice): boolean {
+  return devicesOf(old).some((d) =>
+    attributesOf(d).some((a) => LIST_ATTRIBUTE_FIELDS.some((field) => isSet(a, field))),
+  );
+}
+
+/**
+ * Both names KEP-5517's device field has had: 1.36's `nodeAllocatableResourceMappings` and
+ * 1.37's `nodeAllocatableResources`. A release's schema has only one of them, so clearing both
+ * is clearing the one it has.
+ */
+const NODE_ALLOCATABLE_FIELDS = ['nodeAllocatableResourceMappings', 'nodeAllocatableResources'];
+
+function nodeAllocatableResourcesInUse(old: Slice): boolean {
+  return devicesOf(old).some((d) =>
+    NODE_ALLOCATABLE_FIELDS.some((field) => Object.keys(objAt(d, field) ?? {}).length > 0),
+  );
+}
+
 function dropDisabledSliceFields(obj: JsonObject, old: Slice, gates: FeatureGates): void {
   if (!enabled(gates, 'DRADeviceTaints') && !deviceTaintsInUse(old)) {
     clearDeviceFields(obj, TAINT_FIELDS);
@@ -315,6 +362,18 @@ function dropDisabledSliceFields(obj: JsonObject, old: Slice, gates: FeatureGate
     for (const device of devicesOf(obj)) {
       for (const capacity of capacitiesOf(device)) {
         Reflect.deleteProperty(capacity, 'requestPolicy');
+      }
+    }
+  }
+  if (!enabled(gates, 'DRANodeAllocatableResources') && !nodeAllocatableResourcesInUse(old)) {
+    clearDeviceFields(obj, NODE_ALLOCATABLE_FIELDS);
+  }
+  // dropDisableDRAListTypeAttributesFields: the list values go, the attribute stays — one that
+  // had only a list is left empty, which validation then refuses ("exactly one value").
+  if (!enabled(gates, 'DRAListTypeAttributes') && !listTypeAttributesInUse(old)) {
+    for (const device of devicesOf(obj)) {
+      for (const attribute of attributesOf(device)) {
+        for (const field of LIST_ATTRIBUTE_FIELDS) Reflect.deleteProperty(attribute, field);
       }
     }
   }

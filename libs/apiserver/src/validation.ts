@@ -12,6 +12,20 @@ import type { JsonObject, JsonValue } from './object-schema';
 import { jsonEqual, listAt, numAt, objAt, strAt } from './api-schemas';
 import { FieldPath, fieldError } from './field-errors';
 import type { FieldError } from './field-errors';
+import {
+  MAX_COUNTERS_PER_COUNTER_SET,
+  haveListAttributes,
+  truncateKey,
+  validateAttributeString,
+  validateAttributeValueCount,
+  validateConsumesCounters,
+  validateCounters,
+  validateDeviceBindingParameters,
+  validateDeviceCapacity,
+  validateListAttributeValues,
+  validateNodeAllocatableResourceMappings,
+  validateNodeAllocatableResources,
+} from './device-validation';
 
 /**
  * Validation with kube-apiserver 1.34's rules and messages (apimachinery's `validation` package,
@@ -316,6 +330,18 @@ function validateQualifiedAttributeName(name: string, path: FieldPath): FieldErr
   return errs;
 }
 
+function validateAttributeVersion(version: string, path: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  if (!SEMVER.test(version))
+    errs.push(
+      fieldError.invalid(path, version, 'must be a string compatible with semver.org spec 2.0.0'),
+    );
+  if (utf8ByteLength(version) > ATTRIBUTE_MAX_VALUE_LENGTH)
+    errs.push(fieldError.tooLong(path, ATTRIBUTE_MAX_VALUE_LENGTH));
+  return errs;
+}
+
+/** `validateDeviceAttribute`: exactly one value, scalar or (1.36) list. */
 function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldError[] {
   const errs: FieldError[] = [];
   let set = 0;
@@ -323,42 +349,39 @@ function validateDeviceAttribute(attribute: JsonObject, path: FieldPath): FieldE
   if (attribute.int !== undefined) set++;
   const str = strAt(attribute, 'string');
   if (str !== undefined) {
-    if (utf8ByteLength(str) > ATTRIBUTE_MAX_VALUE_LENGTH) {
-      errs.push(fieldError.tooLong(path.child('string'), ATTRIBUTE_MAX_VALUE_LENGTH));
-    }
+    errs.push(...validateAttributeString(str, path.child('string')));
     set++;
   }
   const version = strAt(attribute, 'version');
   if (version !== undefined) {
     set++;
-    if (!SEMVER.test(version)) {
-      errs.push(
-        fieldError.invalid(
-          path.child('version'),
-          version,
-          'must be a string compatible with semver.org spec 2.0.0',
-        ),
-      );
-    }
-    if (utf8ByteLength(version) > ATTRIBUTE_MAX_VALUE_LENGTH) {
-      errs.push(fieldError.tooLong(path.child('version'), ATTRIBUTE_MAX_VALUE_LENGTH));
-    }
+    errs.push(...validateAttributeVersion(version, path.child('version')));
   }
+  const lists = validateListAttributeValues(
+    attribute,
+    path,
+    validateAttributeString,
+    validateAttributeVersion,
+  );
+  errs.push(...lists.errors);
+  set += lists.set;
   if (set === 0) errs.push(fieldError.required(path, 'exactly one value must be specified'));
-  else if (set > 1)
-    errs.push(
-      fieldError.invalid(
-        path,
-        // The value printed is the internal Go struct, which has no JSON tags.
-        {
-          IntValue: attribute.int ?? null,
-          BoolValue: attribute.bool ?? null,
-          StringValue: attribute.string ?? null,
-          VersionValue: attribute.version ?? null,
-        },
-        'exactly one value must be specified',
-      ),
-    );
+  else if (set > 1) {
+    // The value printed is the internal Go struct, which has no JSON tags.
+    const printed: Record<string, JsonValue> = {
+      IntValue: attribute.int ?? null,
+      BoolValue: attribute.bool ?? null,
+      StringValue: attribute.string ?? null,
+      VersionValue: attribute.version ?? null,
+    };
+    if (lists.set > 0) {
+      printed.IntValues = attribute.ints ?? null;
+      printed.BoolValues = attribute.bools ?? null;
+      printed.StringValues = attribute.strings ?? null;
+      printed.VersionValues = attribute.versions ?? null;
+    }
+    errs.push(fieldError.invalid(path, printed, 'exactly one value must be specified'));
+  }
   return errs;
 }
 
@@ -448,8 +471,13 @@ function validateNodeSelector(selector: JsonObject, path: FieldPath): FieldError
   return errs;
 }
 
+/**
+ * `validateDevice`. `oldDevice` is the stored device of the same name on update: a capacity map
+ * or a taint list unchanged from it is not validated again, as upstream skips them.
+ */
 function validateDevice(
   device: JsonObject,
+  oldDevice: JsonObject | undefined,
   path: FieldPath,
   perDeviceNodeSelection: boolean,
 ): FieldError[] {
@@ -469,35 +497,34 @@ function validateDevice(
       ),
     );
   }
+  errs.push(...validateAttributeValueCount(device, path));
   const keyMax = DEVICE_MAX_DOMAIN_LENGTH + 1 + DEVICE_MAX_ID_LENGTH;
   const attrPath = path.child('attributes');
   // validateMap: the key's own errors name the entry too (`attributes[<key>]`).
   for (const [key, attribute] of Object.entries(attributes)) {
-    const keyPath = attrPath.key(truncate(key, keyMax));
+    const keyPath = attrPath.key(truncateKey(key, keyMax));
     errs.push(...validateQualifiedAttributeName(key, keyPath));
     if (isJsonObject(attribute)) errs.push(...validateDeviceAttribute(attribute, keyPath));
   }
-  const capPath = path.child('capacity');
-  const multi = device.allowMultipleAllocations === true;
-  for (const [key, cap] of Object.entries(capacity)) {
-    const keyPath = capPath.key(truncate(key, keyMax));
-    errs.push(...validateQualifiedAttributeName(key, keyPath));
-    if (!multi && isJsonObject(cap) && cap.requestPolicy !== undefined) {
-      errs.push(
-        fieldError.forbidden(
-          keyPath.child('requestPolicy'),
-          'allowMultipleAllocations must be true',
-        ),
-      );
+  if (oldDevice === undefined || !jsonEqual(capacity, objAt(oldDevice, 'capacity') ?? {})) {
+    const capPath = path.child('capacity');
+    const multi = device.allowMultipleAllocations === true;
+    for (const [key, cap] of Object.entries(capacity)) {
+      const keyPath = capPath.key(truncateKey(key, keyMax));
+      errs.push(...validateQualifiedAttributeName(key, keyPath));
+      if (isJsonObject(cap)) errs.push(...validateDeviceCapacity(cap, multi, keyPath));
     }
   }
   const taints = listAt(device, 'taints') ?? [];
-  if (taints.length > MAX_DEVICE_TAINTS)
-    errs.push(fieldError.tooMany(path.child('taints'), taints.length, MAX_DEVICE_TAINTS));
-  else
-    taints.forEach((t, i) => {
-      if (isJsonObject(t)) errs.push(...validateDeviceTaint(t, path.child('taints').index(i)));
-    });
+  if (oldDevice === undefined || !jsonEqual(taints, listAt(oldDevice, 'taints') ?? [])) {
+    if (taints.length > MAX_DEVICE_TAINTS)
+      errs.push(fieldError.tooMany(path.child('taints'), taints.length, MAX_DEVICE_TAINTS));
+    else
+      taints.forEach((t, i) => {
+        if (isJsonObject(t)) errs.push(...validateDeviceTaint(t, path.child('taints').index(i)));
+      });
+  }
+  errs.push(...validateConsumesCounters(device, path));
   const hasNodeName = device.nodeName !== undefined;
   const hasSelector = device.nodeSelector !== undefined;
   const hasAllNodes = device.allNodes !== undefined;
@@ -536,14 +563,10 @@ function validateDevice(
       ),
     );
   }
+  errs.push(...validateDeviceBindingParameters(device, path));
+  errs.push(...validateNodeAllocatableResourceMappings(device, path));
+  errs.push(...validateNodeAllocatableResources(device, path));
   return errs;
-}
-
-function truncate(value: string, max: number): string {
-  const limit = Math.max(max, 16);
-  if (value.length <= limit) return value;
-  const remaining = limit - 3;
-  return `${value.slice(0, Math.floor((remaining + 1) / 2))}...${value.slice(value.length - Math.floor(remaining / 2))}`;
 }
 
 /** The ResourceSlice layout rules that depend on the release. */
@@ -664,24 +687,29 @@ function validateResourceSliceSpec(
   ) {
     errs.push(fieldError.invalid(path, '', 'only one of `sharedCounters` or `devices` is allowed'));
   }
-  // haveDeviceTaints || haveConsumesCounters: a non-empty list on any device. (List-type
-  // attributes, the third case since 1.36, are not in this server's schema.)
+  // haveDeviceTaints || haveConsumesCounters (a non-empty list on any device) ||
+  // haveListAttributes (1.36; a release without list attributes never decodes one).
   const advanced =
     rules.separateCounterSets &&
-    devices.some(
+    (devices.some(
       (d) =>
         isJsonObject(d) &&
         ((listAt(d, 'taints') ?? []).length > 0 ||
           (listAt(d, 'consumesCounters') ?? []).length > 0),
-    );
+    ) ||
+      haveListAttributes(devices));
   const maxDevices = advanced ? MAX_DEVICES_WITH_ADVANCED_FEATURES : MAX_DEVICES;
   const devicesPath = path.child('devices');
   if (devices.length > maxDevices) {
     errs.push(fieldError.tooMany(devicesPath, devices.length, maxDevices));
   } else {
+    const oldDevices = (listAt(oldSpec, 'devices') ?? []).filter(isJsonObject);
     devices.forEach((d, i) => {
-      if (isJsonObject(d))
-        errs.push(...validateDevice(d, devicesPath.index(i), perDevice === true));
+      if (!isJsonObject(d)) return;
+      // lookupDevice: the first stored device of the same name.
+      const oldDevice =
+        oldSpec === undefined ? undefined : oldDevices.find((o) => o.name === d.name);
+      errs.push(...validateDevice(d, oldDevice, devicesPath.index(i), perDevice === true));
     });
     const seen = new Set<string>();
     devices.forEach((d, i) => {
@@ -704,8 +732,13 @@ function validateResourceSliceSpec(
         else
           for (const msg of dns1123LabelProblems(name))
             errs.push(fieldError.invalid(setPath.child('name'), name, msg));
-        if (objAt(set, 'counters') === undefined)
+        const counters = objAt(set, 'counters') ?? {};
+        if (Object.keys(counters).length === 0)
           errs.push(fieldError.required(setPath.child('counters')));
+        else
+          errs.push(
+            ...validateCounters(counters, MAX_COUNTERS_PER_COUNTER_SET, setPath.child('counters')),
+          );
         if (seen.has(name)) errs.push(fieldError.duplicate(setPath.child('name'), name));
         seen.add(name);
       });
