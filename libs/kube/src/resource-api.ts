@@ -164,6 +164,15 @@ function isRecord(value: unknown): value is Json {
 /**
  * A ResourceSlice in the planner's shape (resource.k8s.io/v1) as `version` spells it: v1beta2
  * has v1's shape; v1beta1 keeps every field of a device but its name under `basic`.
+ *
+ * Kubernetes adds a ResourceSlice field to every version it serves at once (staging
+ * `k8s.io/api/resource/{v1,v1beta2,v1beta1}/types.go`): in 1.34–1.36 consumable capacity
+ * (`allowMultipleAllocations`, `capacity[*].requestPolicy`), binding conditions, per-device node
+ * selection and, from 1.36, list attributes exist in all three, spelled alike, v1beta1's inside
+ * `basic` (its `DeviceCapacity` is `{value, requestPolicy}` too). So no field is left out of a
+ * version here; a field the server's release lacks, or whose gate is off, is dropped by the
+ * server and reported as dropped from its answer. A device's pass-through members go where a
+ * newer release's device fields go, under `basic` in v1beta1; a slice's stay in `spec`.
  */
 export function sliceToWire(slice: ResourceSlice, version: ResourceApiVersion): unknown {
   const apiVersion = resourceGroupVersion(version);
