@@ -2,7 +2,7 @@ import { deviceSchema, utf8ByteLength } from '@slicekeeper/contracts';
 import type { PassThroughFields } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, keyPath, tooLong } from './field-error';
-import type { ResourceSliceSpec } from './resource-slice';
+import { TYPED_SLICE_SPEC_FIELDS } from './published-device';
 import { MAX_DEVICE_PASS_THROUGH_BYTES, MAX_POOL_PASS_THROUGH_BYTES } from './resource-slice';
 
 /**
@@ -16,24 +16,13 @@ import { MAX_DEVICE_PASS_THROUGH_BYTES, MAX_POOL_PASS_THROUGH_BYTES } from './re
 /**
  * Fields of a device slicekeeper publishes from typed data: every field of the inventory's
  * device (so that a typed field added later is protected at once) and v1beta1's `basic`
- * wrapper, which holds them in that version.
+ * wrapper, which holds them in that version. The planner drops a member of these names too
+ * (`publishedDevice`); the slice spec's list is the planner's own.
  */
 const DEVICE_TYPED_FIELDS: ReadonlySet<string> = new Set([
   ...Object.keys(deviceSchema.shape),
   'basic',
 ]);
-
-/** Fields of a slice spec slicekeeper writes itself. */
-const SLICE_SPEC_TYPED_FIELDS: ReadonlySet<string> = new Set([
-  'driver',
-  'pool',
-  'nodeName',
-  'nodeSelector',
-  'allNodes',
-  'perDeviceNodeSelection',
-  'devices',
-  'sharedCounters',
-] satisfies (keyof ResourceSliceSpec)[]);
 
 /** A field name of resource.k8s.io's JSON: a lowerCamelCase identifier. */
 const JSON_FIELD_NAME = /^[a-z][A-Za-z0-9]*$/;
@@ -65,7 +54,7 @@ export function validatePoolPassThrough(
 ): void {
   validatePassThrough(
     passThrough,
-    SLICE_SPEC_TYPED_FIELDS,
+    TYPED_SLICE_SPEC_FIELDS,
     MAX_POOL_PASS_THROUGH_BYTES,
     path,
     errors,
