@@ -191,6 +191,52 @@ describe('npm start (the local stack)', () => {
     expect(stack.hasLine(/^\[local-stack\] +stopped$/)).toBe(true);
   }, 150_000);
 
+  it('PROFILE=nic: says the gate the profile needs is on, and kubectl shows the consumable capacity', async () => {
+    const stack = new StackProcess({
+      STATE_DIR: join(stateDir, 'nic'),
+      PROFILE: 'nic',
+      NODES: 'node-a',
+      SYNCER_REPLICAS: '1',
+    });
+    started.push(stack);
+    await stack.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    expect(stack.hasLine(/driver profile +nic, needs DRAConsumableCapacity \(on\)$/)).toBe(true);
+    expect(
+      stack.hasLine(/feature gates +DRADeviceTaints=true, .*DRAConsumableCapacity=true;/),
+    ).toBe(true);
+
+    const { stdout } = await run(
+      'kubectl',
+      ['--kubeconfig', join(stateDir, 'nic', 'kubeconfig'), 'get', 'resourceslices', '-o', 'json'],
+      { timeout: 10_000 },
+    );
+    const list = JSON.parse(stdout) as {
+      items: {
+        spec: {
+          devices?: {
+            name: string;
+            allowMultipleAllocations?: boolean;
+            capacity?: Record<string, { requestPolicy?: unknown }>;
+          }[];
+        };
+      }[];
+    };
+    const devices = list.items.flatMap((item) => item.spec.devices ?? []);
+    expect(devices.map((d) => [d.name, d.allowMultipleAllocations])).toEqual([
+      ['nic-0', true],
+      ['nic-1', true],
+      ['nic-2', true],
+      ['nic-3', true],
+    ]);
+    expect(devices[0]?.capacity?.bandwidth?.requestPolicy).toEqual({
+      default: '25G',
+      validRange: { min: '25G', max: '400G', step: '25G' },
+    });
+
+    stack.process.signal('SIGINT');
+    expect(await stack.exitWithin(30_000)).toBe(0);
+  }, 120_000);
+
   it('exits non-zero with the stderr of a service that dies at start', async () => {
     // It holds the API's port and drops whoever connects (the drivers, trying to register).
     blocker = createServer((socket) => {

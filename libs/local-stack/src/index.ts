@@ -32,3 +32,10 @@ export {
 } from './describe-config';
 export type { ConfigField, ServiceConfig } from './describe-config';
 export { stackSummary } from './stack-summary';
+export {
+  DRIVER_PROFILES_DIR,
+  featureGatesUsed,
+  isClusterScoped,
+  listDriverProfiles,
+  loadDriverProfile,
+} from './driver-profiles';

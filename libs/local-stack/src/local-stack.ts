@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { errorMessage } from '@slicekeeper/errors';
 import { ChildRestarts } from './child-restarts';
 import type { ChildRestartsOptions } from './child-restarts';
+import { featureGatesUsed, isClusterScoped, loadDriverProfile } from './driver-profiles';
 import { createEmulatorNodes } from './emulator-nodes';
 import { LogPrefixer } from './log-prefixer';
 import { PluginStatusClient } from './plugin-status-client';
@@ -23,6 +24,16 @@ export interface LocalStackOptions {
   nodes: readonly string[];
   /** The example drivers' DRA driver name. */
   driverName: string;
+  /**
+   * The example drivers' device profile (their `PROFILE`). A profile whose pools are not
+   * node-local (`fabric`) runs one driver, for the cluster-scoped key, instead of one per node.
+   * @defaultValue 'gpu'
+   */
+  profile?: string;
+  /** The kube emulator's `KUBE_RELEASE`; unset: its default. */
+  kubeRelease?: string;
+  /** The kube emulator's `FEATURE_GATES` (`Gate=true,…`); unset: the release's defaults. */
+  featureGates?: string;
   syncerReplicas: number;
   /** Registration API port; 0: any free one. */
   apiPort: number;
@@ -51,6 +62,13 @@ export interface LocalStackInfo {
   kubeconfig: string;
   /** The kube emulator's URL; undefined with a real cluster. */
   emulatorUrl: string | undefined;
+  /**
+   * The Kubernetes release the emulator passes for and the gates it was given (those left out
+   * have the release's defaults), as it said when it listened; undefined with a real cluster.
+   */
+  emulatorGates?: { release: string; featureGates: Readonly<Record<string, boolean>> };
+  /** The example drivers' profile and the feature gates its fields need. */
+  profile: { name: string; gates: readonly string[] };
   redisUrl: string;
   tokenFile: string;
   adminTokenFile: string;
@@ -63,6 +81,8 @@ export interface LocalStackInfo {
 /** Variables passed on from the environment to every child; nothing else leaks in. */
 const INHERITED = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'SystemRoot'];
 const SELF = 'local-stack';
+/** How the stack names the cluster-scoped key (empty node name) in its files and lines. */
+const CLUSTER = 'cluster';
 
 /**
  * The whole slicekeeper system on loopback, each service its own process as in production:
@@ -80,6 +100,10 @@ export class LocalStack {
   private readonly restarts: ChildRestarts;
   private running = false;
   private closing: Promise<void> | undefined;
+  /** The driver keys' nodes: each node, or only `''` for a cluster-scoped profile. */
+  private readonly driverNodes: readonly string[];
+  private readonly profileGates: readonly string[];
+  private emulatorGates: LocalStackInfo['emulatorGates'];
   /** Resolves with the first child that exits while the stack starts. */
   private readonly startupExit: Promise<SupervisedProcess>;
   private reportStartupExit: (process: SupervisedProcess) => void = () => undefined;
@@ -88,6 +112,9 @@ export class LocalStack {
   };
 
   constructor(private readonly options: LocalStackOptions) {
+    const inventory = loadDriverProfile(this.profile);
+    this.driverNodes = isClusterScoped(inventory) ? [''] : options.nodes;
+    this.profileGates = featureGatesUsed(inventory);
     this.prefixer = new LogPrefixer({
       names: [
         SELF,
@@ -154,12 +181,16 @@ export class LocalStack {
     // Start the drivers first: they take longest to load, and retry registering until the API
     // answers.
     const drivers = await Promise.all(
-      o.nodes.map(async (node, index) => {
-        const endpoint = `unix://${join(socketDir, node, `${o.driverName}.sock`)}`;
-        const nodeTokenFile = join(nodeTokenDir, node);
-        await writeFile(nodeTokenFile, `${tokenOf(tokens.nodes, node)}\n`, { mode: 0o600 });
-        const driver = this.spawnApp(this.driverNames()[index] ?? node, 'example-driver', {
+      this.driverNodes.map(async (node, index) => {
+        // The cluster-scoped key has no node to bind a token to: the admin token registers it.
+        const where = node === '' ? CLUSTER : node;
+        const endpoint = `unix://${join(socketDir, where, `${o.driverName}.sock`)}`;
+        const nodeTokenFile = join(nodeTokenDir, where);
+        const token = node === '' ? tokens.admin : tokenOf(tokens.nodes, node);
+        await writeFile(nodeTokenFile, `${token}\n`, { mode: 0o600 });
+        const driver = this.spawnApp(this.driverNames()[index] ?? where, 'example-driver', {
           DRIVER_NAME: o.driverName,
+          PROFILE: this.profile,
           NODE_NAME: node,
           ENDPOINT: endpoint,
           REGISTRATION_API_URL: `http://127.0.0.1:${apiPort}`,
@@ -214,6 +245,8 @@ export class LocalStack {
       docsUrl: `${apiUrl}/docs`,
       kubeconfig,
       emulatorUrl,
+      ...(this.emulatorGates === undefined ? {} : { emulatorGates: this.emulatorGates }),
+      profile: { name: this.profile, gates: this.profileGates },
       redisUrl,
       tokenFile,
       adminTokenFile,
@@ -295,6 +328,10 @@ export class LocalStack {
     const createNodes = async (emulator: SupervisedProcess): Promise<string> => {
       const listening = await this.waitFor(emulator, (e) => e.msg === 'listening');
       const url = String(listening.url);
+      this.emulatorGates = {
+        release: String(listening.release),
+        featureGates: gatesOf(listening.featureGates),
+      };
       await createEmulatorNodes(url, o.nodes);
       this.say(`created nodes ${o.nodes.join(', ')}`);
       return url;
@@ -302,7 +339,13 @@ export class LocalStack {
     const emulator = this.spawnApp(
       'kube-emulator',
       'kube-emulator',
-      { HOST: '127.0.0.1', PORT: String(port), KUBECONFIG_OUT: kubeconfig },
+      {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        KUBECONFIG_OUT: kubeconfig,
+        ...(o.kubeRelease === undefined ? {} : { KUBE_RELEASE: o.kubeRelease }),
+        ...(o.featureGates === undefined ? {} : { FEATURE_GATES: o.featureGates }),
+      },
       // It comes back empty, as a new cluster: the nodes again, then the syncers' watches
       // republish every driver's slices.
       (restarted) => {
@@ -385,7 +428,7 @@ export class LocalStack {
   /** Waits until the syncers have published every driver's slices (through the API's status). */
   private async waitForSlices(statusClient: PluginStatusClient, adminToken: string): Promise<void> {
     const deadline = Date.now() + this.options.startTimeoutMs;
-    const pending = new Set(this.options.nodes);
+    const pending = new Set(this.driverNodes);
     while (pending.size > 0) {
       for (const node of [...pending]) {
         const slices = await statusClient
@@ -393,13 +436,15 @@ export class LocalStack {
           .catch(() => undefined);
         if (slices !== undefined) {
           pending.delete(node);
-          this.say(`${node}: ${slices.length} ResourceSlice(s) published: ${slices.join(', ')}`);
+          this.say(
+            `${node === '' ? CLUSTER : node}: ${slices.length} ResourceSlice(s) published: ${slices.join(', ')}`,
+          );
         }
       }
       if (pending.size === 0) return;
       if (Date.now() >= deadline) {
         throw new Error(
-          `no ResourceSlices for ${[...pending].join(', ')} within ${this.options.startTimeoutMs}ms`,
+          `no ResourceSlices for ${[...pending].map((node) => node || CLUSTER).join(', ')} within ${this.options.startTimeoutMs}ms`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -411,8 +456,22 @@ export class LocalStack {
   }
 
   private driverNames(): string[] {
-    return this.options.nodes.map((node) => `example-driver-${node}`);
+    return this.driverNodes.map((node) => `example-driver-${node === '' ? CLUSTER : node}`);
   }
+
+  private get profile(): string {
+    return this.options.profile ?? 'gpu';
+  }
+}
+
+/** The gates of the emulator's `listening` line: name → on. */
+function gatesOf(logged: unknown): Record<string, boolean> {
+  if (typeof logged !== 'object' || logged === null) return {};
+  return Object.fromEntries(
+    Object.entries(logged).filter(
+      (entry): entry is [string, boolean] => typeof entry[1] === 'boolean',
+    ),
+  );
 }
 
 function tokenOf(tokens: ReadonlyMap<string, string>, node: string): string {

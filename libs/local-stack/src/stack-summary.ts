@@ -20,6 +20,8 @@ export function stackSummary(info: LocalStackInfo, cwd: string): string[] {
     `  status page       ${statusPage} (sign in with the admin token)`,
     `  kubeconfig        ${kubeconfig}`,
     ...(info.emulatorUrl === undefined ? [] : [`  kube emulator     ${info.emulatorUrl}`]),
+    ...emulatorGateLines(info),
+    `  driver profile    ${profileLine(info)}`,
     `  redis             ${info.redisUrl}`,
     `  tokens            ${show(info.tokenFile)} (admin token alone: ${adminTokenFile})`,
     '',
@@ -31,4 +33,32 @@ export function stackSummary(info: LocalStackInfo, cwd: string): string[] {
     '',
     'A process that dies is started again, with backoff. Ctrl-C stops everything.',
   ];
+}
+
+/** The emulator's release and the gates it was given, when it runs. */
+function emulatorGateLines(info: LocalStackInfo): string[] {
+  const emulator = info.emulatorGates;
+  if (emulator === undefined) return [];
+  const given = Object.entries(emulator.featureGates).map(([gate, on]) => `${gate}=${String(on)}`);
+  return [
+    `  Kubernetes        ${emulator.release} (the emulator's KUBE_RELEASE)`,
+    `  feature gates     ${given.length === 0 ? 'none given' : given.join(', ')}; others: the release's defaults`,
+  ];
+}
+
+/**
+ * The profile and what each gate its fields need is on the emulator: a field whose gate is off
+ * is dropped by the server (and reported as dropped), so the user learns it here, not later.
+ */
+function profileLine(info: LocalStackInfo): string {
+  const { name, gates } = info.profile;
+  if (gates.length === 0) return `${name} (needs no feature gate)`;
+  const given = info.emulatorGates?.featureGates;
+  const states = gates.map((gate) => {
+    if (given === undefined) return `${gate} (the cluster's setting)`;
+    const on = given[gate];
+    if (on === undefined) return `${gate} (the release's default)`;
+    return on ? `${gate} (on)` : `${gate} (off: its fields are dropped)`;
+  });
+  return `${name}, needs ${states.join(', ')}`;
 }
