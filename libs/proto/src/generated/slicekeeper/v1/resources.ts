@@ -262,14 +262,15 @@ export interface Pool {
   /**
    * Fields of ResourceSliceSpec that slicekeeper has no typed field for (e.g. one a newer
    * Kubernetes release added), merged into the spec of every slice of the pool: a JSON object
-   * in UTF-8 text, e.g. `{"newField": true}`; empty means none. A member must not name a field
-   * slicekeeper sets itself (driver, pool, nodeName, nodeSelector, allNodes,
-   * perDeviceNodeSelection, devices, sharedCounters): the inventory is then invalid. Only the
-   * API server checks the members; a member it drops (gate off) is reported like a dropped typed
-   * field. JSON text rather than google.protobuf.Struct: Struct holds every number as a double,
-   * so an int64 beyond 2^53 would change before slicekeeper saw it; text arrives as the driver
-   * wrote it, and slicekeeper refuses (invalid, naming the member) an integer it cannot publish
-   * exactly. Text that is not a JSON object makes the inventory invalid.
+   * in UTF-8 text, e.g. `{"newField": true}`; empty means none. At most 16384 bytes as compact
+   * JSON. Member names are lowerCamelCase field names, none a field slicekeeper sets itself
+   * (driver, pool, nodeName, nodeSelector, allNodes, perDeviceNodeSelection, devices,
+   * sharedCounters): the inventory is otherwise invalid. Only the API server checks the
+   * members; a member it drops (gate off) is reported like a dropped typed field. JSON text
+   * rather than google.protobuf.Struct: Struct holds every number as a double, so an int64
+   * beyond 2^53 would change before slicekeeper saw it; text arrives as the driver wrote it, and
+   * slicekeeper refuses (invalid, naming the member) an integer it cannot publish exactly. Text
+   * that is not a JSON object makes the inventory invalid.
    */
   passThroughJson: string;
 }
@@ -385,12 +386,13 @@ export interface Device {
   /**
    * Fields of resource.k8s.io Device that slicekeeper has no typed field for (e.g. one a newer
    * Kubernetes release added), merged into the published device: a JSON object in UTF-8 text,
-   * e.g. `{"newField": {"a": 1}}`; empty means none. A member must not name a field
-   * slicekeeper sets itself (the typed fields above, in their Kubernetes JSON names): the
-   * inventory is then invalid. Only the API server checks the members; a member it drops (gate
-   * off) is reported like a dropped typed field. JSON text rather than google.protobuf.Struct
-   * for the reason given at Pool.pass_through_json. Text that is not a JSON object makes the
-   * inventory invalid.
+   * e.g. `{"newField": {"a": 1}}`; empty means none. At most 4096 bytes as compact JSON.
+   * Member names are lowerCamelCase field names, none a field slicekeeper sets itself (the
+   * typed fields above in their Kubernetes JSON names, and v1beta1's basic): the inventory is
+   * otherwise invalid. Only the API server checks the members; a member it drops (gate off) is
+   * reported like a dropped typed field. JSON text rather than google.protobuf.Struct for the
+   * reason given at Pool.pass_through_json. Text that is not a JSON object makes the inventory
+   * invalid.
    */
   passThroughJson: string;
 }
