@@ -23,6 +23,9 @@ except ImportError as missing:
 from slicekeeper_driver.feedback import PublishFeedback, RegistrationStatus
 from slicekeeper_driver.inventory import (
     AttributeValue,
+    Capacity,
+    CapacityRequestPolicy,
+    CapacityRequestPolicyRange,
     CounterSet,
     Device,
     DeviceCounterConsumption,
@@ -33,22 +36,26 @@ from slicekeeper_driver.inventory import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PassThrough,
     Pool,
     PoolScope,
     Quantity,
     Slice,
     Version,
-    to_proto,
 )
 from slicekeeper_driver.registration import PluginIdentity, RegistrationClient, RegistrationError
 from slicekeeper_driver.server import DRA_PLUGIN_TYPE, SUPPORTED_VERSIONS, DriverServer
 from slicekeeper_driver.validation import FieldProblem, InvalidInventoryError, validate_inventory
+from slicekeeper_driver.wire import pass_through_json, to_proto
 
 # A library logs only where the application configured logging (the standard library's advice).
 logging.getLogger("slicekeeper_driver").addHandler(logging.NullHandler())
 
 __all__ = [
     "AttributeValue",
+    "Capacity",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
     "CounterSet",
     "DRA_PLUGIN_TYPE",
     "Device",
@@ -63,6 +70,7 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "PassThrough",
     "PluginIdentity",
     "Pool",
     "PoolScope",
@@ -74,6 +82,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Slice",
     "Version",
+    "pass_through_json",
     "to_proto",
     "validate_inventory",
 ]

@@ -1,8 +1,9 @@
 """A driver's inventory: what :class:`~slicekeeper_driver.DriverServer` streams to slicekeeper.
 
 The classes mirror slicekeeper's ``DriverInventory`` (libs/contracts/src/inventory.ts) and
-resource.k8s.io/v1 ``Device``; the proto they become is ``slicekeeper.v1.DriverResources``
-(proto/slicekeeper/v1/resources.proto), which documents every limit. An inventory is always
+resource.k8s.io/v1 ``Device``; the proto they become (:func:`~slicekeeper_driver.to_proto`) is
+``slicekeeper.v1.DriverResources`` (proto/slicekeeper/v1/resources.proto), which documents every
+limit. An inventory is always
 complete: each one the driver publishes replaces the previous one.
 """
 
@@ -11,9 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Mapping, Optional, Sequence, Union
-
-from slicekeeper_driver._generated.slicekeeper.v1 import resources_pb2 as pb
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,57 @@ class Version:
 
 
 #: A device attribute's value: ``int`` (int64), ``bool``, ``str`` (at most 64 bytes) or
-#: :class:`Version`.
-AttributeValue = Union[bool, int, str, Version]
+#: :class:`Version`; or a non-empty ``list`` (or ``tuple``) of one of these types, a list-type
+#: attribute (``ints``, ``bools``, ``strings``, ``versions``: 1.36 alpha, gate
+#: DRAListTypeAttributes; each element counts towards a device's 48 attribute values).
+AttributeValue = Union[
+    bool, int, str, Version, Sequence[bool], Sequence[int], Sequence[str], Sequence[Version]
+]
 
 #: A Kubernetes quantity such as ``"80Gi"`` or ``"1500m"``; an ``int`` is written as is.
 Quantity = Union[str, int]
+
+#: Fields of a newer Kubernetes release than slicekeeper types, merged into the published device
+#: (or every slice spec of a pool): member names are resource.k8s.io JSON field names, values
+#: anything ``json.dumps`` writes (integers within ±(2^53 - 1)). Must not name a field slicekeeper
+#: sets itself; the API server alone checks the values. Sent as JSON text (``pass_through_json``).
+PassThrough = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CapacityRequestPolicyRange:
+    """The amounts a request may consume: ``min`` and up in ``step``\ s to ``max``
+    (resource.k8s.io/v1 ``CapacityRequestPolicyRange``)."""
+
+    min: Quantity
+    max: Optional[Quantity] = None
+    step: Optional[Quantity] = None
+
+
+@dataclass(frozen=True)
+class CapacityRequestPolicy:
+    """What one request may consume of a capacity shared by several (consumable capacity,
+    resource.k8s.io/v1 ``CapacityRequestPolicy``; 1.34 alpha, gate DRAConsumableCapacity). Only
+    on a device with ``allow_multiple_allocations=True``.
+
+    Attributes:
+        default: What a request that does not name the capacity consumes; required with
+            ``valid_values`` or ``valid_range``.
+        valid_values: At most 10 quantities in ascending order, ``default`` among them.
+        valid_range: Instead of ``valid_values`` (set at most one of the two).
+    """
+
+    default: Optional[Quantity] = None
+    valid_values: Sequence[Quantity] = ()
+    valid_range: Optional[CapacityRequestPolicyRange] = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A capacity with a request policy. A plain :data:`Quantity` is a capacity without one."""
+
+    value: Quantity
+    request_policy: Optional[CapacityRequestPolicy] = None
 
 
 class HealthStatus(enum.Enum):
@@ -95,29 +140,6 @@ class CounterSet:
 
 
 @dataclass(frozen=True)
-class Device:
-    """One device (resource.k8s.io/v1 ``Device``).
-
-    Attributes:
-        name: A DNS-1123 label (lowercase alphanumerics and ``-``, at most 63 characters),
-            unique within its pool.
-        attributes: By qualified name (a C identifier of at most 32 characters, optionally
-            prefixed by ``<DNS subdomain>/``); attributes and capacity together: at most 32.
-        capacity: Quantities by qualified name.
-        taints: At most 16.
-        consumes_counters: At most 2 entries.
-        health: ``None``: the driver does not report this device's health.
-    """
-
-    name: str
-    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
-    capacity: Mapping[str, Quantity] = field(default_factory=dict)
-    taints: Sequence[DeviceTaint] = ()
-    consumes_counters: Sequence[DeviceCounterConsumption] = ()
-    health: Optional[DeviceHealth] = None
-
-
-@dataclass(frozen=True)
 class NodeSelectorRequirement:
     """core/v1 ``NodeSelectorRequirement``: operator ``In``, ``NotIn``, ``Exists``,
     ``DoesNotExist``, ``Gt`` or ``Lt``."""
@@ -142,9 +164,56 @@ class NodeSelector:
     terms: Sequence[NodeSelectorTerm]
 
 
+@dataclass(frozen=True)
+class Device:
+    """One device (resource.k8s.io/v1 ``Device``).
+
+    Attributes:
+        name: A DNS-1123 label (lowercase alphanumerics and ``-``, at most 63 characters),
+            unique within its pool.
+        attributes: By qualified name (a C identifier of at most 32 characters, optionally
+            prefixed by ``<DNS subdomain>/``); attributes and capacity together: at most 32.
+        capacity: Quantities (or :class:`Capacity` with a request policy) by qualified name.
+        taints: At most 16.
+        consumes_counters: At most 2 entries.
+        health: ``None``: the driver does not report this device's health.
+        node_name: Per-device node selection (alpha since 1.33, gate DRAPartitionableDevices):
+            in a pool of scope ``"per-device"`` exactly one of ``node_name``, ``node_selector``
+            and ``all_nodes=True`` is set on every device; elsewhere none is.
+        node_selector: See ``node_name``; exactly one term.
+        all_nodes: See ``node_name``; ``None`` or ``True``.
+        allow_multiple_allocations: Several requests may share the device, and its capacity is
+            consumable (1.34 alpha, gate DRAConsumableCapacity); required by a request policy.
+        binds_to_node: An allocation is limited to the node chosen at allocation (1.34 alpha,
+            gates DRADeviceBindingConditions and DRAResourceClaimDeviceStatus).
+        binding_conditions: Conditions that must be True before binding: at most 4 condition
+            types (qualified names); set both lists or neither.
+        binding_failure_conditions: Conditions that mean binding failed: at most 4, none among
+            ``binding_conditions``.
+        pass_through: See :data:`PassThrough`: at most 4096 bytes of JSON.
+    """
+
+    name: str
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    capacity: Mapping[str, Union[Quantity, Capacity]] = field(default_factory=dict)
+    taints: Sequence[DeviceTaint] = ()
+    consumes_counters: Sequence[DeviceCounterConsumption] = ()
+    health: Optional[DeviceHealth] = None
+    node_name: Optional[str] = None
+    node_selector: Optional[NodeSelector] = None
+    all_nodes: Optional[bool] = None
+    allow_multiple_allocations: Optional[bool] = None
+    binds_to_node: Optional[bool] = None
+    binding_conditions: Sequence[str] = ()
+    binding_failure_conditions: Sequence[str] = ()
+    pass_through: Optional[PassThrough] = None
+
+
 #: Which nodes reach a pool's devices: ``"node"`` (only the plugin's node, the default),
-#: ``"all-nodes"``, or the nodes a :class:`NodeSelector` matches.
-PoolScope = Union[Literal["node", "all-nodes"], NodeSelector]
+#: ``"all-nodes"``, the nodes a :class:`NodeSelector` matches, or ``"per-device"``: each device
+#: names its own (``spec.perDeviceNodeSelection``, alpha since 1.33, gate
+#: DRAPartitionableDevices; a cluster-level pool, owned by no Node).
+PoolScope = Union[Literal["node", "all-nodes", "per-device"], NodeSelector]
 
 
 @dataclass(frozen=True)
@@ -167,6 +236,8 @@ class Pool:
         generation: A generation chosen by the driver (>= 0); ``None``: slicekeeper manages it.
         slices: An explicit layout instead of ``devices`` (set one of the two).
         shared_counters: Counter sets the devices consume from: at most 8.
+        pass_through: See :data:`PassThrough`, merged into every slice spec of the pool: at
+            most 16384 bytes of JSON.
     """
 
     name: str = ""
@@ -175,6 +246,7 @@ class Pool:
     generation: Optional[int] = None
     slices: Optional[Sequence[Slice]] = None
     shared_counters: Sequence[CounterSet] = ()
+    pass_through: Optional[PassThrough] = None
 
 
 @dataclass(frozen=True)
@@ -183,98 +255,3 @@ class Inventory:
     slices are withdrawn."""
 
     pools: Sequence[Pool] = ()
-
-
-_HEALTH_STATUS = {
-    HealthStatus.HEALTHY: pb.HEALTH_STATUS_HEALTHY,
-    HealthStatus.UNHEALTHY: pb.HEALTH_STATUS_UNHEALTHY,
-    HealthStatus.UNKNOWN: pb.HEALTH_STATUS_UNKNOWN,
-}
-
-
-def to_proto(inventory: Inventory) -> pb.DriverResources:
-    """The ``DriverResources`` message of an inventory. Does not validate: see
-    :func:`~slicekeeper_driver.validate_inventory`."""
-    return pb.DriverResources(pools=[_pool(pool) for pool in inventory.pools])
-
-
-def _pool(pool: Pool) -> pb.Pool:
-    message = pb.Pool(
-        name=pool.name,
-        devices=[_device(device) for device in pool.devices],
-        shared_counters=[_counter_set(counter_set) for counter_set in pool.shared_counters],
-    )
-    if pool.generation is not None:
-        message.generation = pool.generation
-    if pool.scope == "all-nodes":
-        message.all_nodes = True
-    elif isinstance(pool.scope, NodeSelector):
-        message.node_selector.CopyFrom(_node_selector(pool.scope))
-    for layout in pool.slices or ():
-        message.slices.append(
-            pb.Slice(
-                devices=[_device(device) for device in layout.devices],
-                shared_counters=[_counter_set(c) for c in layout.shared_counters],
-            )
-        )
-    return message
-
-
-def _device(device: Device) -> pb.Device:
-    message = pb.Device(name=device.name)
-    for name, value in device.attributes.items():
-        message.attributes[name].CopyFrom(_attribute(value))
-    for name, quantity in device.capacity.items():
-        message.capacity[name].value = str(quantity)
-    for taint in device.taints:
-        added = message.taints.add(key=taint.key, value=taint.value, effect=taint.effect)
-        if taint.time_added is not None:
-            added.time_added.FromDatetime(taint.time_added)
-    for consumption in device.consumes_counters:
-        entry = message.consumes_counters.add(counter_set=consumption.counter_set)
-        for name, quantity in consumption.counters.items():
-            entry.counters[name].value = str(quantity)
-    if device.health is not None:
-        message.health.status = _HEALTH_STATUS[device.health.status]
-        message.health.message = device.health.message
-        if device.health.timeout_seconds is not None:
-            message.health.timeout.seconds = device.health.timeout_seconds
-    return message
-
-
-def _attribute(value: AttributeValue) -> pb.DeviceAttribute:
-    # bool before int: in Python a bool is an int.
-    if isinstance(value, bool):
-        return pb.DeviceAttribute(bool_value=value)
-    if isinstance(value, int):
-        return pb.DeviceAttribute(int_value=value)
-    if isinstance(value, Version):
-        return pb.DeviceAttribute(version_value=value.value)
-    return pb.DeviceAttribute(string_value=value)
-
-
-def _counter_set(counter_set: CounterSet) -> pb.CounterSet:
-    message = pb.CounterSet(name=counter_set.name)
-    for name, quantity in counter_set.counters.items():
-        message.counters[name].value = str(quantity)
-    return message
-
-
-def _node_selector(selector: NodeSelector) -> pb.NodeSelector:
-    def requirements(
-        items: Sequence[NodeSelectorRequirement],
-    ) -> list[pb.NodeSelectorRequirement]:
-        return [
-            pb.NodeSelectorRequirement(key=r.key, operator=r.operator, values=list(r.values))
-            for r in items
-        ]
-
-    return pb.NodeSelector(
-        terms=[
-            pb.NodeSelectorTerm(
-                match_expressions=requirements(term.match_expressions),
-                match_fields=requirements(term.match_fields),
-            )
-            for term in selector.terms
-        ]
-    )

@@ -16,7 +16,8 @@ from slicekeeper_driver._generated.pluginregistration.v1 import api_pb2, api_pb2
 from slicekeeper_driver._generated.slicekeeper.v1 import resources_pb2 as pb
 from slicekeeper_driver._generated.slicekeeper.v1 import resources_pb2_grpc as pb_grpc
 from slicekeeper_driver.feedback import PublishFeedback, RegistrationStatus
-from slicekeeper_driver.inventory import Device, DeviceHealth, Inventory, to_proto
+from slicekeeper_driver.inventory import Device, DeviceHealth, Inventory
+from slicekeeper_driver.wire import to_proto
 from slicekeeper_driver.validation import (
     FieldProblem,
     InvalidInventoryError,

@@ -10,11 +10,30 @@ arithmetic, counter references, per-slice limits of the layout, node selector se
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import List, Mapping, Sequence
 
+from slicekeeper_driver._rules import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    LABEL_RULE,
+    LABEL_VALUE,
+    MAX_EXACT_INTEGER,
+    QUALIFIED_NAME,
+    SUBDOMAIN_RULE,
+    FieldProblem,
+    check_node_selector,
+    check_quantity,
+    is_int,
+)
+from slicekeeper_driver.device_validation import (
+    MAX_POOL_PASS_THROUGH_BYTES,
+    SLICE_SPEC_TYPED_FIELDS,
+    check_attributes_and_capacity,
+    check_device_fields,
+    check_pass_through,
+    uses_advanced_features,
+)
 from slicekeeper_driver.inventory import (
     CounterSet,
     Device,
@@ -24,36 +43,14 @@ from slicekeeper_driver.inventory import (
     Inventory,
     NodeSelector,
     Pool,
-    Version,
 )
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-# The API server's semverRe (Semantic Versioning 2.0.0).
-_SEMVER_NUMBER = r"(0|[1-9]\d*)"
-_SEMVER_PRERELEASE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
-SEMVER = re.compile(
-    rf"^{_SEMVER_NUMBER}\.{_SEMVER_NUMBER}\.{_SEMVER_NUMBER}"
-    rf"(-{_SEMVER_PRERELEASE}(\.{_SEMVER_PRERELEASE})*)?"
-    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$"
-)
-# resource.Quantity's syntax: a number and an SI, binary SI or exponent suffix.
-QUANTITY = re.compile(
-    r"^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$"
-)
-
-#: Largest integer slicekeeper carries exactly (attribute values, pool generations): 2^53 - 1.
-MAX_EXACT_INTEGER = 2**53 - 1
 MAX_DRIVER_NAME_LENGTH = 63
 MAX_POOL_NAME_LENGTH = 253
 MAX_DEVICES_PER_SLICE = 128
+#: ``ResourceSliceMaxDevicesWithAdvancedFeatures`` (see ``uses_advanced_features``).
+MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES = 64
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
-MAX_ATTRIBUTE_ID_LENGTH = 32
-MAX_ATTRIBUTE_DOMAIN_LENGTH = 63
-MAX_ATTRIBUTE_VALUE_BYTES = 64
 MAX_TAINTS_PER_DEVICE = 16
 MAX_COUNTER_SETS = 8
 MAX_COUNTERS = 32
@@ -61,22 +58,6 @@ MAX_COUNTER_CONSUMPTIONS = 2
 MAX_HEALTH_MESSAGE_LENGTH = 1024
 MAX_HEALTH_TIMEOUT_SECONDS = 86_400
 TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
-NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
-_LABEL_RULE = "must be a DNS-1123 label (lowercase alphanumerics and '-', starting and ending with an alphanumeric, at most 63 characters)"
-_SUBDOMAIN_RULE = "must be a DNS-1123 subdomain (DNS-1123 labels joined by '.', at most 253 characters)"
-
-
-@dataclass(frozen=True)
-class FieldProblem:
-    """One broken rule: the field's path in the inventory (``pools[0].devices[3].name``) and
-    the rule."""
-
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.message}"
 
 
 class InvalidInventoryError(ValueError):
@@ -112,7 +93,7 @@ def driver_name_problem(name: str) -> str | None:
     if len(name) > MAX_DRIVER_NAME_LENGTH:
         return f"must be at most {MAX_DRIVER_NAME_LENGTH} characters (is {len(name)})"
     if not DNS1123_SUBDOMAIN.match(name):
-        return f"{_SUBDOMAIN_RULE} (is {name!r})"
+        return f"{SUBDOMAIN_RULE} (is {name!r})"
     return None
 
 
@@ -127,66 +108,66 @@ def _pool(pool: Pool, path: str, problems: List[FieldProblem]) -> None:
                 FieldProblem(f"{path}.name", f"must be DNS-1123 subdomains joined by '/' (is {pool.name!r})")
             )
     if pool.generation is not None and (
-        not _is_int(pool.generation) or not 0 <= pool.generation <= MAX_EXACT_INTEGER
+        not is_int(pool.generation) or not 0 <= pool.generation <= MAX_EXACT_INTEGER
     ):
         problems.append(
             FieldProblem(f"{path}.generation", f"must be an integer within 0 and {MAX_EXACT_INTEGER} (is {pool.generation!r})")
         )
     _scope(pool, f"{path}.scope", problems)
     _counter_sets(pool.shared_counters, f"{path}.shared_counters", problems)
+    if pool.pass_through is not None:
+        check_pass_through(
+            pool.pass_through, SLICE_SPEC_TYPED_FIELDS, MAX_POOL_PASS_THROUGH_BYTES, f"{path}.pass_through", problems
+        )
+    per_device = pool.scope == "per-device"
     seen: set[str] = set()
     if pool.slices is None:
-        _devices(pool.devices, f"{path}.devices", seen, problems)
+        _devices(pool.devices, per_device, f"{path}.devices", seen, problems)
         return
     if len(pool.devices) > 0:
         problems.append(FieldProblem(f"{path}.devices", "must be empty when slices lays out the pool"))
     for j, layout in enumerate(pool.slices):
         slice_path = f"{path}.slices[{j}]"
-        if len(layout.devices) > MAX_DEVICES_PER_SLICE:
-            problems.append(
-                FieldProblem(f"{slice_path}.devices", f"must have at most {MAX_DEVICES_PER_SLICE} devices (has {len(layout.devices)})")
-            )
-        _devices(layout.devices, f"{slice_path}.devices", seen, problems)
+        _slice_size(layout.devices, f"{slice_path}.devices", problems)
+        _devices(layout.devices, per_device, f"{slice_path}.devices", seen, problems)
         _counter_sets(layout.shared_counters, f"{slice_path}.shared_counters", problems)
 
 
+def _slice_size(devices: Sequence[Device], path: str, problems: List[FieldProblem]) -> None:
+    """128 devices, or 64 when one uses advanced features (``validateResourceSliceSpec``)."""
+    advanced = any(isinstance(d, Device) and uses_advanced_features(d) for d in devices)
+    limit = MAX_DEVICES_PER_SLICE_WITH_ADVANCED_FEATURES if advanced else MAX_DEVICES_PER_SLICE
+    if len(devices) > limit:
+        why = " (a device uses taints, counter consumption, list attributes or pass-through fields)" if advanced else ""
+        problems.append(FieldProblem(path, f"must have at most {limit} devices{why} (has {len(devices)})"))
+
+
 def _scope(pool: Pool, path: str, problems: List[FieldProblem]) -> None:
-    if pool.scope in ("node", "all-nodes"):
+    if pool.scope in ("node", "all-nodes", "per-device"):
         return
     if not isinstance(pool.scope, NodeSelector):
         problems.append(
-            FieldProblem(path, f"must be 'node', 'all-nodes' or a NodeSelector (is {pool.scope!r})")
+            FieldProblem(path, f"must be 'node', 'all-nodes', 'per-device' or a NodeSelector (is {pool.scope!r})")
         )
         return
-    if len(pool.scope.terms) != 1:
-        problems.append(
-            FieldProblem(f"{path}.terms", f"must have exactly one term (has {len(pool.scope.terms)})")
-        )
-    for i, term in enumerate(pool.scope.terms):
-        requirements = [("match_expressions", r) for r in term.match_expressions]
-        requirements += [("match_fields", r) for r in term.match_fields]
-        for kind, requirement in requirements:
-            if requirement.operator not in NODE_SELECTOR_OPERATORS:
-                problems.append(
-                    FieldProblem(
-                        f"{path}.terms[{i}].{kind}[].operator",
-                        f"must be one of {', '.join(NODE_SELECTOR_OPERATORS)} (is {requirement.operator!r})",
-                    )
-                )
+    check_node_selector(pool.scope, path, problems)
 
 
-def _devices(devices: Sequence[Device], path: str, seen: set[str], problems: List[FieldProblem]) -> None:
+def _devices(
+    devices: Sequence[Device], per_device: bool, path: str, seen: set[str], problems: List[FieldProblem]
+) -> None:
     for i, device in enumerate(devices):
         device_path = f"{path}[{i}]"
         if not isinstance(device, Device):
             problems.append(FieldProblem(device_path, f"must be a Device (is {type(device).__name__})"))
             continue
         if not isinstance(device.name, str) or not DNS1123_LABEL.match(device.name) or len(device.name) > 63:
-            problems.append(FieldProblem(f"{device_path}.name", f"{_LABEL_RULE} (is {device.name!r})"))
+            problems.append(FieldProblem(f"{device_path}.name", f"{LABEL_RULE} (is {device.name!r})"))
         elif device.name in seen:
             problems.append(FieldProblem(f"{device_path}.name", f"must be unique within the pool (is {device.name!r})"))
         seen.add(device.name)
         _device(device, device_path, problems)
+        check_device_fields(device, per_device, device_path, problems)
 
 
 def _device(device: Device, path: str, problems: List[FieldProblem]) -> None:
@@ -195,14 +176,7 @@ def _device(device: Device, path: str, problems: List[FieldProblem]) -> None:
         problems.append(
             FieldProblem(path, f"must have at most {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities together (has {entries})")
         )
-    for name, value in device.attributes.items():
-        attribute_path = f"{path}.attributes[{name!r}]"
-        _qualified_name(name, attribute_path, problems)
-        _attribute_value(value, attribute_path, problems)
-    for name, quantity in device.capacity.items():
-        capacity_path = f"{path}.capacity[{name!r}]"
-        _qualified_name(name, capacity_path, problems)
-        _quantity(quantity, capacity_path, problems)
+    check_attributes_and_capacity(device, path, problems)
     if len(device.taints) > MAX_TAINTS_PER_DEVICE:
         problems.append(
             FieldProblem(f"{path}.taints", f"must have at most {MAX_TAINTS_PER_DEVICE} taints (has {len(device.taints)})")
@@ -220,47 +194,6 @@ def _device(device: Device, path: str, problems: List[FieldProblem]) -> None:
         _counters(consumption.counters, f"{path}.consumes_counters[{i}].counters", problems)
     if device.health is not None:
         _health(device.health, f"{path}.health", problems)
-
-
-def _qualified_name(name: str, path: str, problems: List[FieldProblem]) -> None:
-    """An attribute or capacity name: a C identifier of at most 32 characters, optionally
-    prefixed by a DNS subdomain of at most 63 characters and '/'."""
-    prefix, _, identifier = name.rpartition("/")
-    if "/" in name and (prefix == "" or len(prefix) > MAX_ATTRIBUTE_DOMAIN_LENGTH or not DNS1123_SUBDOMAIN.match(prefix)):
-        problems.append(
-            FieldProblem(path, f"name prefix must be a DNS-1123 subdomain of at most {MAX_ATTRIBUTE_DOMAIN_LENGTH} characters (is {prefix!r})")
-        )
-    if not C_IDENTIFIER.match(identifier) or len(identifier) > MAX_ATTRIBUTE_ID_LENGTH:
-        problems.append(
-            FieldProblem(path, f"name must be a C identifier of at most {MAX_ATTRIBUTE_ID_LENGTH} characters (is {identifier!r})")
-        )
-
-
-def _attribute_value(value: object, path: str, problems: List[FieldProblem]) -> None:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int):
-        if abs(value) > MAX_EXACT_INTEGER:
-            problems.append(FieldProblem(path, f"must be within ±{MAX_EXACT_INTEGER} (is {value})"))
-        return
-    if isinstance(value, Version):
-        if len(value.value.encode()) > MAX_ATTRIBUTE_VALUE_BYTES or not SEMVER.match(value.value):
-            problems.append(
-                FieldProblem(path, f"must be a semantic version 2.0.0 of at most {MAX_ATTRIBUTE_VALUE_BYTES} bytes (is {value.value!r})")
-            )
-        return
-    if isinstance(value, str):
-        size = len(value.encode())
-        if size > MAX_ATTRIBUTE_VALUE_BYTES:
-            problems.append(FieldProblem(path, f"must be at most {MAX_ATTRIBUTE_VALUE_BYTES} bytes (is {size})"))
-        return
-    problems.append(FieldProblem(path, f"must be an int, bool, str or Version (is {type(value).__name__})"))
-
-
-def _quantity(quantity: object, path: str, problems: List[FieldProblem]) -> None:
-    if _is_int(quantity) or (isinstance(quantity, str) and QUANTITY.match(quantity)):
-        return
-    problems.append(FieldProblem(path, f"must be a Kubernetes quantity such as '80Gi' or '1500m' (is {quantity!r})"))
 
 
 def _taint(taint: DeviceTaint, path: str, problems: List[FieldProblem]) -> None:
@@ -285,7 +218,7 @@ def _counter_sets(counter_sets: Sequence[CounterSet], path: str, problems: List[
     names: set[str] = set()
     for i, counter_set in enumerate(counter_sets):
         if not DNS1123_LABEL.match(counter_set.name) or len(counter_set.name) > 63:
-            problems.append(FieldProblem(f"{path}[{i}].name", f"{_LABEL_RULE} (is {counter_set.name!r})"))
+            problems.append(FieldProblem(f"{path}[{i}].name", f"{LABEL_RULE} (is {counter_set.name!r})"))
         elif counter_set.name in names:
             problems.append(FieldProblem(f"{path}[{i}].name", f"must be unique within the pool (is {counter_set.name!r})"))
         names.add(counter_set.name)
@@ -297,8 +230,8 @@ def _counters(counters: Mapping[str, object], path: str, problems: List[FieldPro
         problems.append(FieldProblem(path, f"must have at most {MAX_COUNTERS} counters (has {len(counters)})"))
     for name, quantity in counters.items():
         if not DNS1123_LABEL.match(name) or len(name) > 63:
-            problems.append(FieldProblem(f"{path}[{name!r}]", f"name {_LABEL_RULE}"))
-        _quantity(quantity, f"{path}[{name!r}]", problems)
+            problems.append(FieldProblem(f"{path}[{name!r}]", f"name {LABEL_RULE}"))
+        check_quantity(quantity, f"{path}[{name!r}]", problems)
 
 
 def _health(health: DeviceHealth, path: str, problems: List[FieldProblem]) -> None:
@@ -309,12 +242,7 @@ def _health(health: DeviceHealth, path: str, problems: List[FieldProblem]) -> No
             FieldProblem(f"{path}.message", f"must be at most {MAX_HEALTH_MESSAGE_LENGTH} characters (is {len(health.message)})")
         )
     timeout = health.timeout_seconds
-    if timeout is not None and (not _is_int(timeout) or not 1 <= timeout <= MAX_HEALTH_TIMEOUT_SECONDS):
+    if timeout is not None and (not is_int(timeout) or not 1 <= timeout <= MAX_HEALTH_TIMEOUT_SECONDS):
         problems.append(
             FieldProblem(f"{path}.timeout_seconds", f"must be whole seconds within 1 and {MAX_HEALTH_TIMEOUT_SECONDS} (is {timeout!r})")
         )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-

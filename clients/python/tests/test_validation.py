@@ -67,7 +67,7 @@ CASES = [
     (
         "attribute-type",
         pool(Device("gpu-0", attributes={"ratio": 0.5})),
-        ["pools[0].devices[0].attributes['ratio']: must be an int, bool, str or Version (is float)"],
+        ["pools[0].devices[0].attributes['ratio']: must be an int, bool, str or Version, or a list of one of them (is float)"],
     ),
     (
         "attribute-too-long",
@@ -114,7 +114,7 @@ CASES = [
     ),
     ("duplicate-pool", Inventory(pools=[Pool(), Pool()]), ["pools[1].name: must be unique among the pools"]),
     ("generation", pool(generation=-1), ["pools[0].generation: must be an integer within 0 and"]),
-    ("scope", pool(scope="everywhere"), ["pools[0].scope: must be 'node', 'all-nodes' or a NodeSelector"]),
+    ("scope", pool(scope="everywhere"), ["pools[0].scope: must be 'node', 'all-nodes', 'per-device' or a NodeSelector"]),
     ("selector-terms", pool(scope=NodeSelector([])), ["pools[0].scope.terms: must have exactly one term"]),
     (
         "devices-and-slices",
