@@ -253,7 +253,7 @@ const cases: DetectCase[] = [
     dropped: [{ path: 'spec.devices[0].attributes[numaNodes]' }],
   },
   {
-    name: 'pass-through-members-have-no-gate',
+    name: 'pass-through-members-with-a-known-gate-or-none',
     sent:
       sentSlices([
         pool({
@@ -268,7 +268,7 @@ const cases: DetectCase[] = [
     stored: storedSlice(sent([gpu(0)])),
     dropped: [
       { path: 'spec.partitionTypeAttribute' },
-      { path: 'spec.devices[0].nodeAllocatableResources' },
+      { path: 'spec.devices[0].nodeAllocatableResources', gate: 'DRANodeAllocatableResources' },
     ],
   },
   {

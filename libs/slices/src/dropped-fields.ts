@@ -14,7 +14,7 @@ import { semanticEqual } from './semantic-equality';
  * The DRA feature gates of kube-apiserver 1.34–1.36 that decide which ResourceSlice fields it
  * keeps. On 1.34 all are alpha (off by default) except `DRAResourceClaimDeviceStatus` (beta, on),
  * which binding conditions need as well as `DRADeviceBindingConditions`;
- * `DRAListTypeAttributes` appeared in 1.36 (alpha).
+ * `DRAListTypeAttributes` and `DRANodeAllocatableResources` appeared in 1.36 (alpha).
  */
 export const DRA_FEATURE_GATES = [
   'DRADeviceTaints',
@@ -23,6 +23,7 @@ export const DRA_FEATURE_GATES = [
   'DRAConsumableCapacity',
   'DRAResourceClaimDeviceStatus',
   'DRAListTypeAttributes',
+  'DRANodeAllocatableResources',
 ] as const;
 
 export type DraFeatureGateName = (typeof DRA_FEATURE_GATES)[number];
@@ -61,6 +62,10 @@ export const GATED_SLICE_FIELDS: Readonly<Record<string, DraFeatureGateName>> = 
   'spec.devices[*].attributes[*].bools': 'DRAListTypeAttributes',
   'spec.devices[*].attributes[*].strings': 'DRAListTypeAttributes',
   'spec.devices[*].attributes[*].versions': 'DRAListTypeAttributes',
+  // KEP-5517's device field (1.36 alpha), renamed in 1.37; slicekeeper has no typed field for
+  // it, so it comes as a pass-through member, and is still reported with its gate.
+  'spec.devices[*].nodeAllocatableResourceMappings': 'DRANodeAllocatableResources',
+  'spec.devices[*].nodeAllocatableResources': 'DRANodeAllocatableResources',
 };
 
 /** Patterns of {@link GATED_SLICE_FIELDS} and every path that leads to one of them. */

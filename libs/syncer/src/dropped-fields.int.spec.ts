@@ -75,8 +75,8 @@ const DROPPED = [
   'spec.devices[*].bindingConditions (DRADeviceBindingConditions)',
   'spec.devices[*].bindingFailureConditions (DRADeviceBindingConditions)',
   'spec.devices[*].taints (DRADeviceTaints)',
-  // No gate is known for a pass-through member: it is named without one.
-  'spec.devices[*].nodeAllocatableResources',
+  // A pass-through member, reported like a typed field: its gate is known.
+  'spec.devices[*].nodeAllocatableResources (DRANodeAllocatableResources)',
 ];
 
 /**
@@ -210,7 +210,7 @@ describe('fields the API server drops (gates off): reconciler, Redis, kube emula
       'DRAConsumableCapacity',
       'DRADeviceBindingConditions',
       'DRADeviceTaints',
-      'unknown',
+      'DRANodeAllocatableResources',
     ]);
   });
 });
