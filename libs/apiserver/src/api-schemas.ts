@@ -8,6 +8,7 @@ import {
   STRING,
   TIME,
   atomicList,
+  atomicListKeepingEmpty,
   isJsonObject,
   mapList,
   mapOf,
@@ -214,10 +215,11 @@ function deviceAttributeSchema(features: SliceSchemaFeatures): StructSchema {
     ['version', STRING, 'omitempty,ptr'],
     ...(features.listAttributes
       ? ([
-          ['ints', atomicList(INT64), 'omitempty'],
-          ['bools', atomicList(BOOL), 'omitempty'],
-          ['strings', atomicList(STRING), 'omitempty'],
-          ['versions', atomicList(STRING), 'omitempty'],
+          // Empty is not unset here: validateDeviceAttribute refuses an empty list.
+          ['ints', atomicListKeepingEmpty(INT64), 'omitempty'],
+          ['bools', atomicListKeepingEmpty(BOOL), 'omitempty'],
+          ['strings', atomicListKeepingEmpty(STRING), 'omitempty'],
+          ['versions', atomicListKeepingEmpty(STRING), 'omitempty'],
         ] satisfies FieldSpec[])
       : []),
   ]);

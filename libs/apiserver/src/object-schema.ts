@@ -52,6 +52,12 @@ export interface ListSchema {
   readonly items: Schema;
   readonly listType: 'atomic' | 'map' | 'set';
   readonly keys: readonly string[];
+  /**
+   * An empty list decodes as empty, not as unset: for the fields whose validation tells a
+   * non-nil empty slice from nil (`must not be empty if specified`). Such a list never reaches
+   * storage, where the difference would be lost.
+   */
+  readonly keepEmpty?: boolean;
 }
 
 export const STRING: Schema = { t: 'string' };
@@ -82,6 +88,11 @@ export function struct(goName: string, specs: readonly FieldSpec[], atomic = fal
 
 export function mapOf(values: Schema, atomic = false): MapSchema {
   return { t: 'map', values, atomic };
+}
+
+/** An atomic list whose empty value is kept apart from unset ({@link ListSchema.keepEmpty}). */
+export function atomicListKeepingEmpty(items: Schema): ListSchema {
+  return { ...atomicList(items), keepEmpty: true };
 }
 
 export function atomicList(items: Schema): ListSchema {
@@ -339,7 +350,7 @@ function decodeValue(schema: Schema, value: JsonValue, ctx: Ctx): JsonValue {
     }
     case 'list': {
       if (!Array.isArray(value)) throw typeError(ctx, value, goTypeName(schema));
-      if (value.length === 0) return null;
+      if (value.length === 0) return schema.keepEmpty === true ? [] : null;
       const items: JsonValue[] = new Array<JsonValue>(value.length);
       for (let i = 0; i < value.length; i++) {
         const item = value[i] ?? null;
@@ -390,7 +401,15 @@ function decodeStruct(schema: StructSchema, value: JsonValue, ctx: Ctx): JsonObj
       }
       continue;
     }
-    if (field.omitEmpty && !field.pointer && field.schema.t !== 'struct' && isEmpty(got)) continue;
+    const keptEmpty = field.schema.t === 'list' && field.schema.keepEmpty === true;
+    if (
+      field.omitEmpty &&
+      !field.pointer &&
+      field.schema.t !== 'struct' &&
+      isEmpty(got) &&
+      !keptEmpty
+    )
+      continue;
     out[field.name] = got;
   }
   return out;
