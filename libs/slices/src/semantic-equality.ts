@@ -11,6 +11,7 @@ import type {
 } from '@slicekeeper/contracts';
 import { quantitiesEqual } from './quantity';
 import { parseRfc3339 } from './parse-rfc3339';
+import { TYPED_SLICE_SPEC_FIELDS } from './published-device';
 import type { ResourceSliceSpec } from './resource-slice';
 
 /**
@@ -46,17 +47,6 @@ const REQUEST_POLICY_FIELDS: ReadonlySet<string> = new Set([
   'validRange',
 ]);
 const RANGE_FIELDS: ReadonlySet<string> = new Set(['min', 'max', 'step']);
-/** The ResourceSliceSpec fields {@link sliceSpecsEqual} compares by their meaning. */
-const SPEC_FIELDS: ReadonlySet<string> = new Set([
-  'driver',
-  'pool',
-  'nodeName',
-  'nodeSelector',
-  'allNodes',
-  'perDeviceNodeSelection',
-  'devices',
-  'sharedCounters',
-]);
 const TAINT_FIELDS: ReadonlySet<string> = new Set(['key', 'value', 'effect', 'timeAdded']);
 const CONSUMPTION_FIELDS: ReadonlySet<string> = new Set(['counterSet', 'counters']);
 const COUNTER_SET_FIELDS: ReadonlySet<string> = new Set(['name', 'counters']);
@@ -103,7 +93,7 @@ export function sliceSpecsEqual(stored: ResourceSliceSpec, desired: ResourceSlic
     (stored.perDeviceNodeSelection === true) === (desired.perDeviceNodeSelection === true) &&
     devicesEqual(stored.devices, desired.devices) &&
     counterSetsEqual(stored.sharedCounters, desired.sharedCounters) &&
-    otherFieldsEqual(stored, desired, SPEC_FIELDS)
+    otherFieldsEqual(stored, desired, TYPED_SLICE_SPEC_FIELDS)
   );
 }
 
@@ -153,15 +143,6 @@ export function semanticEqual(a: unknown, b: unknown): boolean {
   }
   for (const key in right) {
     if (!(key in left) && !isEmptyValue(right[key])) return false;
-  }
-  return true;
-}
-
-/** Whether every field of `value` outside `known` is empty, as in an object we wrote. */
-export function otherFieldsEmpty(value: object, known: ReadonlySet<string>): boolean {
-  const fields = fieldsOf(value);
-  for (const key in fields) {
-    if (!known.has(key) && !isEmptyValue(fields[key])) return false;
   }
   return true;
 }
@@ -327,11 +308,7 @@ function recordsEqual<T>(
 }
 
 /** The fields outside `known` of two objects, compared with {@link semanticEqual}. */
-export function otherFieldsEqual(
-  stored: object,
-  desired: object,
-  known: ReadonlySet<string>,
-): boolean {
+function otherFieldsEqual(stored: object, desired: object, known: ReadonlySet<string>): boolean {
   const left = fieldsOf(stored);
   const right = fieldsOf(desired);
   for (const key in left) {
