@@ -431,3 +431,34 @@ describe('fields a release does not have are unknown fields, not dropped ones', 
     expect(warned.headers.get('warning')).toContain('unknown field');
   });
 });
+
+describe('managed fields of a write whose fields a gate dropped', () => {
+  it('tracks what was sent, as the field manager runs before the strategy drops fields', async () => {
+    // The create handler (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go) updates
+    // managedFields before rest.Create runs PrepareForCreate; devices are an atomic list.
+    await start('1.34', {});
+    const spec = nodeLocal(
+      [{ name: 'gpu-0', taints: [{ key: 'example.com/unhealthy', effect: 'NoSchedule' }] }],
+      { sharedCounters: [{ name: 'gpu-0', counters: { memory: { value: '80Gi' } } }] },
+    );
+    const created = await kube.call('POST', `${V1}?fieldManager=driver`, slice('s', spec));
+    expect(created.status).toBe(201);
+    expect(valueAt(created.body, 'spec.sharedCounters')).toBeUndefined();
+    expect(valueAt(created.body, 'spec.devices[0].taints')).toBeUndefined();
+    expect(valueAt(created.body, 'metadata.managedFields')).toEqual([
+      expect.objectContaining({
+        manager: 'driver',
+        operation: 'Update',
+        fieldsV1: {
+          'f:spec': {
+            'f:devices': {},
+            'f:driver': {},
+            'f:nodeName': {},
+            'f:pool': { 'f:generation': {}, 'f:name': {}, 'f:resourceSliceCount': {} },
+            'f:sharedCounters': {},
+          },
+        },
+      }),
+    ]);
+  });
+});
