@@ -146,6 +146,8 @@ describe('fields the API server drops (gates off): reconciler, Redis, kube emula
         nodeUid: (node) => cluster.nodeUid(node),
       }),
     });
+    for (const slice of cluster.slicesOf(key)) await api.deleteSlice(slice.metadata);
+    await waitFor(() => cluster.slicesOf(key).length === 0, { description: 'no slices' });
     await new RegistrationStore({ redis: db.redis, prefix }).add({
       ...key,
       endpoint: 'unix:///run/driver.sock',
@@ -212,5 +214,20 @@ describe('fields the API server drops (gates off): reconciler, Redis, kube emula
       'DRADeviceTaints',
       'DRANodeAllocatableResources',
     ]);
+  });
+  // strategy.go's dropDisableDRAListTypeAttributesFields clears the list and keeps the entry,
+  // which validateDeviceAttribute then refuses ("exactly one value must be specified"): not a
+  // silent drop but a 422, recorded as `invalid` with the server's path.
+  it('a list attribute with DRAListTypeAttributes off is refused, not dropped', async () => {
+    const listed = JSON.parse(snapshot(1)) as {
+      inventory: { pools: { devices: Record<string, unknown>[] }[] };
+    };
+    const device = listed.inventory.pools[0]?.devices[0];
+    if (device !== undefined) device.attributes = { numaNodes: { ints: [0, 1] } };
+    await db.redis.set(keys.snapshot(key), JSON.stringify(listed));
+    const { status } = await reconciler.reconcile(key, context);
+    expect(status?.outcome).toBe('invalid');
+    expect(status?.error).toContain('spec.devices[0].attributes[numaNodes]');
+    expect(await api.listSlices(key)).toEqual([]);
   });
 });
