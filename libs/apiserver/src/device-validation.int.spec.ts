@@ -28,6 +28,15 @@ const QUALIFIED_NAME =
 
 const kube = new EmulatorUnderTest();
 
+/** An answer as its status and its 422 causes, `field: message`, sorted (none for a success). */
+function outcome(answer: { status: number; body: Json }): { status: number; causes: string[] } {
+  const details = answer.body.details as
+    | { causes?: { field: string; message: string }[] }
+    | undefined;
+  const causes = (details?.causes ?? []).map((c) => `${c.field}: ${c.message}`).sort();
+  return { status: answer.status, causes };
+}
+
 afterEach(() => kube.close());
 
 function nodeLocal(devices: Json[], extra: Json = {}): Json {
@@ -449,12 +458,39 @@ describe('validation of the gated device fields, gates on', () => {
       metadata: { name: 's' },
       spec,
     });
-    if (causes.length === 0) {
-      expect(answer.status).toBe(201);
-      return;
-    }
-    expect(answer.status).toBe(422);
-    const details = answer.body.details as { causes: { field: string; message: string }[] };
-    expect(details.causes.map((c) => `${c.field}: ${c.message}`).sort()).toEqual(causes);
+    expect(outcome(answer)).toEqual({ status: causes.length === 0 ? 201 : 422, causes });
+  });
+});
+
+describe('validation on update, against the stored device of the same name', () => {
+  it.each([
+    {
+      name: 'validateDevice: an unchanged capacity is not validated again (lookupDevice)',
+      capacity: { memory: { value: '80Gi', requestPolicy: { default: '1Gi' } } },
+      causes: [],
+    },
+    {
+      name: 'validateDevice: a changed capacity is validated again',
+      capacity: { memory: { value: '96Gi', requestPolicy: { default: '1Gi' } } },
+      causes: [`${POLICY}: Forbidden: allowMultipleAllocations must be true`],
+    },
+  ])('$name', async ({ capacity, causes }) => {
+    await kube.start({ port: 0, release: '1.36', featureGates: GATES_ON });
+    const created = await kube.call('POST', SLICES, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: { name: 's' },
+      spec: consumable({ default: '1Gi' }),
+    });
+    expect(created.status).toBe(201);
+    // allowMultipleAllocations turned off: the policy it allowed is now forbidden, but only
+    // checked where the capacity changed.
+    const updated = await kube.call('PUT', `${SLICES}/s`, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: created.body.metadata,
+      spec: oneDevice({ allowMultipleAllocations: false, capacity }),
+    });
+    expect(outcome(updated)).toEqual({ status: causes.length === 0 ? 200 : 422, causes });
   });
 });
