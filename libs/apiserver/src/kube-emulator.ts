@@ -249,8 +249,9 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
  * ResourceSlices and Events (core/v1 and events.k8s.io/v1, in the four system namespaces):
  * discovery, CRUD with the real preconditions and Status errors, selectors, pagination, watches
  * with bookmarks and bounded history, server-side apply, the Node `/status` subresource, garbage
- * collection of a Node's slices, the Event TTL, optional token auth, and test hooks. Device
- * taints (with DRADeviceTaints on) are validated and defaulted as kube-apiserver 1.36 does. Pods
+ * collection of a Node's slices, the Event TTL, optional token auth, and test hooks. Each
+ * release's device fields are kept, dropped or validated per DRA feature gate as its
+ * ResourceSlice strategy and validation do (see the package README's table). Pods
  * and Leases are served for reads only, and there are none (what `kubectl describe node` needs).
  *
  * The hooks are methods here and, for other processes, JSON endpoints under `/_emulator/`

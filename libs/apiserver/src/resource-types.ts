@@ -240,10 +240,11 @@ export function age(obj: JsonObject, nowMs: number): string {
 // ResourceSlice
 
 /*
- * The strategy's `dropDisabledFields` (pkg/registry/resource/resourceslice/strategy.go, 1.34):
- * one function per gate, each clearing its fields from the new object unless the gate is on or
- * the old object already uses any of them ("in use" as upstream judges it: a non-empty list, a
- * set pointer). On create there is no old object.
+ * The strategy's `dropDisabledFields` (pkg/registry/resource/resourceslice/strategy.go,
+ * 1.34–1.37): one function per gate, each clearing its fields from the new object unless the gate
+ * is on or the old object already uses any of them ("in use" as upstream judges it: a non-empty
+ * list or map, a set pointer, an attribute's list value set at all). On create there is no old
+ * object.
  */
 
 type Slice = JsonObject | undefined;

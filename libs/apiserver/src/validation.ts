@@ -30,8 +30,8 @@ import {
 /**
  * Validation with kube-apiserver 1.34's rules and messages (apimachinery's `validation` package,
  * `pkg/apis/core/validation` for metadata and Nodes, `pkg/apis/resource/validation` for
- * ResourceSlices), device taints with 1.36's. Messages are copied, not paraphrased: clients and
- * tests match on them.
+ * ResourceSlices), device taints with 1.36's and the later device fields with the rules of
+ * device-validation.ts. Messages are copied, not paraphrased: clients and tests match on them.
  */
 
 const SEMVER =
