@@ -133,9 +133,12 @@ export const syncStatusSchema = z
     /** API writes the sync made (creates + updates + deletes). */
     writes: z.number().int().nonnegative(),
     /**
-     * Fields the API server dropped from what was written (a feature gate is off), each with
-     * the gate that likely guards it, e.g. `spec.devices[*].taints (DRADeviceTaints)`. The key
-     * is still `synced`: what the server stored is what the scheduler sees.
+     * Fields the API server dropped from what was written (a feature gate is off, or the
+     * release lacks a pass-through member), each with the gate that likely guards it when one
+     * is known, e.g. `spec.devices[*].taints (DRADeviceTaints)`. The key is still `synced`: what
+     * the server stored is what the scheduler sees. Resyncs of the same snapshot hand these
+     * lines to the planner (`adoptDropped`), which then takes the stored slices as they are
+     * instead of writing the fields again: their wording is `summarizeDroppedFields`'s.
      */
     droppedFields: z.array(z.string()).optional(),
     /**
