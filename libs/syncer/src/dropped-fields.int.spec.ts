@@ -231,3 +231,80 @@ describe('fields the API server drops (gates off): reconciler, Redis, kube emula
     expect(await api.listSlices(key)).toEqual([]);
   });
 });
+
+/**
+ * A field of a newer release sent to an older one: kube-apiserver drops an unknown field with
+ * a warning (fieldValidation defaults to Warn) and stores the rest, which is reported as a
+ * gate's drop is, and adopted the same way.
+ */
+describe('a pass-through member the release does not know (1.34)', () => {
+  const db = useRedisServer();
+  let kube: RunningKubeEmulator;
+  let transport: KubeTransport;
+  let cluster: ClusterCache;
+  let api: KubeSliceClient;
+
+  beforeAll(async () => {
+    kube = await startKubeEmulator({ port: 0, release: '1.34' });
+    transport = new KubeTransport({ kind: 'yaml', text: kube.kubeconfig });
+    api = new KubeSliceClient({ transport });
+    cluster = new ClusterCache({ transport, logger: silentLogger });
+    await cluster.start();
+  });
+  afterAll(async () => {
+    await cluster.close();
+    await api.close();
+    transport.close();
+    await kube.close();
+  });
+
+  it('is reported dropped, and resyncs write nothing', async () => {
+    const prefix = uniquePrefix('unknown-field');
+    const keys = redisKeys(prefix);
+    const fabric: SliceKey = { node: '', driver: 'fabric.example.com' };
+    await new RegistrationStore({ redis: db.redis, prefix }).add({
+      ...fabric,
+      endpoint: 'unix:///run/driver.sock',
+      version: 'v1.ResourcePublisher',
+    });
+    const reconciler = new Reconciler({
+      records: new SyncRecords({ redis: db.redis, prefix }),
+      cluster,
+      api,
+      logger: silentLogger,
+    });
+    await db.redis.set(
+      keys.snapshot(fabric),
+      JSON.stringify({
+        generation: 1,
+        receivedAt: new Date().toISOString(),
+        endpoint: 'unix:///run/driver.sock',
+        inventory: {
+          pools: [
+            {
+              name: 'fabric',
+              scope: { kind: 'all-nodes' },
+              devices: [
+                {
+                  name: 'cpu-0',
+                  passThrough: {
+                    nodeAllocatableResources: { cpu: { mapping: { deviceMultiplier: '8' } } },
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      }),
+    );
+    const first = await reconciler.reconcile(fabric, context);
+    expect(first.status).toMatchObject({
+      outcome: 'synced',
+      writes: 1,
+      droppedFields: ['spec.devices[*].nodeAllocatableResources (DRANodeAllocatableResources)'],
+    });
+    await waitFor(() => cluster.slicesOf(fabric).length === 1, { description: 'cached' });
+    const resync = await reconciler.reconcile(fabric, { ...context, reason: 'resync' });
+    expect(resync.status).toMatchObject({ outcome: 'synced', writes: 0 });
+  });
+});
