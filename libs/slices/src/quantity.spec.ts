@@ -6,6 +6,7 @@ import {
   isQuantity,
   parseQuantity,
   quantitiesEqual,
+  quantityProblem,
   readQuantity,
 } from './quantity';
 
@@ -102,10 +103,23 @@ describe('quantity', () => {
     ['suffix', '1K', QUANTITY_SUFFIX_MESSAGE],
     ['exponent-suffix', '1e3.5', QUANTITY_FORMAT_MESSAGE],
     ['numeric', '.Ei', QUANTITY_NUMERIC_MESSAGE],
+    ['numeric-signed', '-Pi', QUANTITY_NUMERIC_MESSAGE],
+    ['numeric-point-only', '.e-10', QUANTITY_NUMERIC_MESSAGE],
   ];
 
   it.each(problems)('%s: says why %j is no quantity, as the server does', (_, text, message) => {
     expect(readQuantity(text).problem).toBe(message);
+    expect(quantityProblem(text)).toBe(message);
+  });
+
+  it.each([
+    ['leading-zero', '0Pi'],
+    ['zero-after-point', '.0Pi'],
+    ['zero-before-point', '0.e-10'],
+    ['sign-only', '-'],
+  ])('%s: %j has digits enough for the slow path (no problem)', (_, text) => {
+    expect(quantityProblem(text)).toBeUndefined();
+    expect(readQuantity(text).problem).toBeUndefined();
   });
 
   it.each([
@@ -121,6 +135,8 @@ describe('quantity', () => {
     for (const [, a, b] of equal) {
       expect(isQuantity(a)).toBe(true);
       expect(isQuantity(b)).toBe(true);
+      expect(quantityProblem(a)).toBeUndefined();
+      expect(quantityProblem(b)).toBeUndefined();
     }
   });
 });

@@ -67,32 +67,30 @@ interface Lexed {
 }
 
 interface Suffix {
-  base: 10 | 2;
+  readonly base: 10 | 2;
   /** Of `base`; an int32, as upstream keeps it. */
-  exponent: number;
-  format: QuantityFormat;
+  readonly exponent: number;
+  readonly format: QuantityFormat;
 }
 
-const DECIMAL_SUFFIX_EXPONENTS: ReadonlyMap<string, number> = new Map([
-  ['n', -9],
-  ['u', -6],
-  ['m', -3],
-  ['', 0],
-  ['k', 3],
-  ['M', 6],
-  ['G', 9],
-  ['T', 12],
-  ['P', 15],
-  ['E', 18],
-]);
-
-const BINARY_SUFFIX_POWERS: ReadonlyMap<string, number> = new Map([
-  ['Ki', 10],
-  ['Mi', 20],
-  ['Gi', 30],
-  ['Ti', 40],
-  ['Pi', 50],
-  ['Ei', 60],
+/** The suffixes of a fixed exponent, shared so that reading one allocates nothing. */
+const FIXED_SUFFIXES: ReadonlyMap<string, Suffix> = new Map<string, Suffix>([
+  ['n', { base: 10, exponent: -9, format: 'DecimalSI' }],
+  ['u', { base: 10, exponent: -6, format: 'DecimalSI' }],
+  ['m', { base: 10, exponent: -3, format: 'DecimalSI' }],
+  ['', { base: 10, exponent: 0, format: 'DecimalSI' }],
+  ['k', { base: 10, exponent: 3, format: 'DecimalSI' }],
+  ['M', { base: 10, exponent: 6, format: 'DecimalSI' }],
+  ['G', { base: 10, exponent: 9, format: 'DecimalSI' }],
+  ['T', { base: 10, exponent: 12, format: 'DecimalSI' }],
+  ['P', { base: 10, exponent: 15, format: 'DecimalSI' }],
+  ['E', { base: 10, exponent: 18, format: 'DecimalSI' }],
+  ['Ki', { base: 2, exponent: 10, format: 'BinarySI' }],
+  ['Mi', { base: 2, exponent: 20, format: 'BinarySI' }],
+  ['Gi', { base: 2, exponent: 30, format: 'BinarySI' }],
+  ['Ti', { base: 2, exponent: 40, format: 'BinarySI' }],
+  ['Pi', { base: 2, exponent: 50, format: 'BinarySI' }],
+  ['Ei', { base: 2, exponent: 60, format: 'BinarySI' }],
 ]);
 
 const SUFFIX_CHARACTERS = 'eEinumkKMGTP';
@@ -119,7 +117,17 @@ export function parseQuantity(text: string): Quantity | undefined {
 
 /** Whether `text` is a valid quantity; checks the syntax only, so it is cheap. */
 export function isQuantity(text: string): boolean {
-  return !('problem' in check(text));
+  return quantityProblem(text) === undefined;
+}
+
+/**
+ * Why the API server would refuse `text` as a quantity (the problem {@link readQuantity}
+ * reports), or undefined for a valid one. Checks the syntax only and builds no value, so it is
+ * what a validator calls on every device's capacity.
+ */
+export function quantityProblem(text: string): QuantityProblem | undefined {
+  const checked = check(text);
+  return 'problem' in checked ? checked.problem : undefined;
 }
 
 /** -1, 0 or 1 as `a` is less than, equal to or greater than `b`. */
@@ -166,6 +174,7 @@ function lex(text: string): Lexed | undefined {
   const numberStart = pos;
   while (pos < end && text[pos] === '0') pos++;
   if (pos >= end) return { negative, num: '0', denom: '', suffix: '', digitless: false };
+  const zerosEnd = pos;
   let start = pos;
   while (pos < end && isDigit(text, pos)) pos++;
   const num = pos === start ? '0' : text.slice(start, pos);
@@ -175,7 +184,8 @@ function lex(text: string): Lexed | undefined {
     while (pos < end && isDigit(text, pos)) pos++;
     denom = text.slice(start, pos);
   }
-  const digitless = !/\d/.test(text.slice(numberStart, pos));
+  // Leading zeros, other digits before the point, digits after it: none of them at all.
+  const digitless = zerosEnd === numberStart && num === '0' && denom === '';
   const suffixStart = pos;
   while (pos < end && SUFFIX_CHARACTERS.includes(text.charAt(pos))) pos++;
   if (pos < end && (text[pos] === '-' || text[pos] === '+')) pos++;
@@ -186,10 +196,8 @@ function lex(text: string): Lexed | undefined {
 
 /** apimachinery's `suffixHandler.interpret`. */
 function interpretSuffix(suffix: string): Suffix | undefined {
-  const decimal = DECIMAL_SUFFIX_EXPONENTS.get(suffix);
-  if (decimal !== undefined) return { base: 10, exponent: decimal, format: 'DecimalSI' };
-  const binary = BINARY_SUFFIX_POWERS.get(suffix);
-  if (binary !== undefined) return { base: 2, exponent: binary, format: 'BinarySI' };
+  const fixed = FIXED_SUFFIXES.get(suffix);
+  if (fixed !== undefined) return fixed;
   if (suffix.length < 2 || (suffix[0] !== 'e' && suffix[0] !== 'E')) return undefined;
   const digits = suffix.slice(1);
   if (!EXPONENT_DIGITS.test(digits)) return undefined;
