@@ -1,5 +1,5 @@
 import { utf8ByteLength } from '@slicekeeper/contracts';
-import type { Device, DeviceAttribute } from '@slicekeeper/contracts';
+import type { DeviceAttribute } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, keyPath, tooLong } from './field-error';
 import {
@@ -30,7 +30,10 @@ const EMPTY_LIST_MESSAGE = 'must not be empty if specified';
 /** Longest attribute or capacity key shown in a path before it is shortened with `...`. */
 export const ATTRIBUTE_KEY_PATH_LENGTH = MAX_ATTRIBUTE_DOMAIN_LENGTH + 1 + MAX_ATTRIBUTE_ID_LENGTH;
 
-/** Checks one attribute (`name` is its key in `devicePath.attributes`). */
+/**
+ * Checks one attribute (`name` is its key in `devicePath.attributes`). Like the device's
+ * validator, it builds a path only for a problem it reports.
+ */
 export function validateAttribute(
   attribute: DeviceAttribute,
   name: string,
@@ -40,45 +43,44 @@ export function validateAttribute(
   let values = 0;
   if (attribute.bool !== undefined) values++;
   if (attribute.int !== undefined) values++;
-  if (attribute.string !== undefined) {
+  const text = attribute.string;
+  if (text !== undefined) {
     values++;
-    validateString(attribute.string, `${attributePath(devicePath, name)}.string`, errors);
+    if (exceedsValueLength(text)) {
+      errors.push(tooLong(valuePath(devicePath, name, 'string'), MAX_ATTRIBUTE_VALUE_LENGTH));
+    }
   }
-  if (attribute.version !== undefined) {
+  const version = attribute.version;
+  if (version !== undefined) {
     values++;
-    validateVersion(attribute.version, `${attributePath(devicePath, name)}.version`, errors);
+    validateVersion(version, devicePath, name, 'version', undefined, errors);
   }
-  if (attribute.bools !== undefined) {
+  const bools = attribute.bools;
+  if (bools !== undefined) {
     values++;
-    checkNotEmpty(attribute.bools, 'bools', devicePath, name, errors);
+    checkNotEmpty(bools, 'bools', devicePath, name, errors);
   }
-  if (attribute.ints !== undefined) {
+  const ints = attribute.ints;
+  if (ints !== undefined) {
     values++;
-    checkNotEmpty(attribute.ints, 'ints', devicePath, name, errors);
+    checkNotEmpty(ints, 'ints', devicePath, name, errors);
   }
-  if (attribute.strings !== undefined) {
+  const strings = attribute.strings;
+  if (strings !== undefined) {
     values++;
-    const strings = attribute.strings;
     checkNotEmpty(strings, 'strings', devicePath, name, errors);
     for (let i = 0; i < strings.length; i++) {
-      const item = strings[i] ?? '';
-      if (exceedsValueLength(item)) {
-        errors.push(
-          tooLong(`${attributePath(devicePath, name)}.strings[${i}]`, MAX_ATTRIBUTE_VALUE_LENGTH),
-        );
+      if (exceedsValueLength(strings[i] ?? '')) {
+        errors.push(tooLong(valuePath(devicePath, name, 'strings', i), MAX_ATTRIBUTE_VALUE_LENGTH));
       }
     }
   }
-  if (attribute.versions !== undefined) {
+  const versions = attribute.versions;
+  if (versions !== undefined) {
     values++;
-    const versions = attribute.versions;
     checkNotEmpty(versions, 'versions', devicePath, name, errors);
     for (let i = 0; i < versions.length; i++) {
-      validateVersion(
-        versions[i] ?? '',
-        `${attributePath(devicePath, name)}.versions[${i}]`,
-        errors,
-      );
+      validateVersion(versions[i] ?? '', devicePath, name, 'versions', i, errors);
     }
   }
   if (values !== 1) {
@@ -93,34 +95,30 @@ export function validateAttribute(
 }
 
 /**
- * `numEntriesDeviceAttribute`: a scalar attribute counts one, a list each of its items (an
- * empty list one, as a scalar: upstream tests the lists' lengths). Upstream adds the lengths of
- * every list of an attribute, invalid ones included.
+ * What one attribute adds to its device's count of attribute values
+ * (`numEntriesDeviceAttribute`): a scalar counts one, a list each of its items (an empty list
+ * one, as a scalar: upstream tests the lists' lengths). Upstream adds the lengths of every list
+ * of an attribute, invalid ones included. The device's validator sums it while it visits the
+ * attributes, so that the bound costs no second pass.
  */
-export function countAttributeValues(device: Device): number {
-  const attributes = device.attributes;
-  if (attributes === undefined) return 0;
-  let count = 0;
-  for (const name in attributes) {
-    const attribute = attributes[name];
-    if (attribute === undefined) continue;
-    const items =
-      (attribute.bools?.length ?? 0) +
-      (attribute.ints?.length ?? 0) +
-      (attribute.strings?.length ?? 0) +
-      (attribute.versions?.length ?? 0);
-    count += items === 0 ? 1 : items;
-  }
-  return count;
+export function attributeValueCount(attribute: DeviceAttribute): number {
+  const items =
+    (attribute.bools?.length ?? 0) +
+    (attribute.ints?.length ?? 0) +
+    (attribute.strings?.length ?? 0) +
+    (attribute.versions?.length ?? 0);
+  return items === 0 ? 1 : items;
 }
 
-/** The per-device bound on attribute values (`ResourceSliceMaxAttributeValuesPerDevice`). */
+/**
+ * The per-device bound on attribute values (`ResourceSliceMaxAttributeValuesPerDevice`), given
+ * the sum of {@link attributeValueCount} over the device's attributes.
+ */
 export function validateAttributeValueCount(
-  device: Device,
+  count: number,
   path: string,
   errors: FieldError[],
 ): void {
-  const count = countAttributeValues(device);
   if (count > MAX_ATTRIBUTE_VALUES_PER_DEVICE) {
     errors.push(
       invalid(
@@ -140,21 +138,35 @@ function checkNotEmpty(
   errors: FieldError[],
 ): void {
   if (list.length === 0) {
-    errors.push(invalid(`${attributePath(devicePath, name)}.${field}`, list, EMPTY_LIST_MESSAGE));
+    errors.push(invalid(valuePath(devicePath, name, field), list, EMPTY_LIST_MESSAGE));
   }
 }
 
-function validateString(value: string, path: string, errors: FieldError[]): void {
-  if (exceedsValueLength(value)) errors.push(tooLong(path, MAX_ATTRIBUTE_VALUE_LENGTH));
-}
-
-function validateVersion(version: string, path: string, errors: FieldError[]): void {
-  if (!SEMVER.test(version)) errors.push(invalid(path, version, SEMVER_MESSAGE));
-  if (exceedsValueLength(version)) errors.push(tooLong(path, MAX_ATTRIBUTE_VALUE_LENGTH));
+/** A version (`field` `version`) or an item of a list of them (`versions`, at `index`). */
+function validateVersion(
+  version: string,
+  devicePath: string,
+  name: string,
+  field: 'version' | 'versions',
+  index: number | undefined,
+  errors: FieldError[],
+): void {
+  const semver = SEMVER.test(version);
+  const long = exceedsValueLength(version);
+  if (semver && !long) return; // the usual case
+  const path = valuePath(devicePath, name, field, index);
+  if (!semver) errors.push(invalid(path, version, SEMVER_MESSAGE));
+  if (long) errors.push(tooLong(path, MAX_ATTRIBUTE_VALUE_LENGTH));
 }
 
 function attributePath(devicePath: string, name: string): string {
   return keyPath(`${devicePath}.attributes`, name, ATTRIBUTE_KEY_PATH_LENGTH);
+}
+
+/** The path of one of an attribute's fields, or of an item (`index`) of a list field. */
+function valuePath(devicePath: string, name: string, field: string, index?: number): string {
+  const path = `${attributePath(devicePath, name)}.${field}`;
+  return index === undefined ? path : `${path}[${index}]`;
 }
 
 const ASCII = /^[\x00-\x7f]*$/;

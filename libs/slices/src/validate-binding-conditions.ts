@@ -4,6 +4,9 @@ import type { FieldError } from './field-error';
 import { invalid, tooMany } from './field-error';
 import { MAX_BINDING_CONDITIONS, MAX_BINDING_FAILURE_CONDITIONS } from './resource-slice';
 
+/** An absent list, without a new array for each device that has none. */
+const NONE: readonly string[] = [];
+
 /**
  * Binding conditions (gate DRADeviceBindingConditions): upstream's
  * `validateDeviceBindingParameters`, with its messages and paths. Each condition is a
@@ -17,9 +20,9 @@ export function validateBindingConditions(
   path: string,
   errors: FieldError[],
 ): void {
-  const conditions = device.bindingConditions ?? [];
-  const failureConditions = device.bindingFailureConditions ?? [];
-  if (conditions.length === 0 && failureConditions.length === 0) return;
+  const conditions = device.bindingConditions ?? NONE;
+  const failureConditions = device.bindingFailureConditions ?? NONE;
+  if (conditions.length === 0 && failureConditions.length === 0) return; // the usual case
   const conditionsPath = `${path}.bindingConditions`;
   const failurePath = `${path}.bindingFailureConditions`;
   checkNames(conditions, MAX_BINDING_CONDITIONS, conditionsPath, errors);

@@ -17,7 +17,7 @@ import type {
 } from '@slicekeeper/contracts';
 import type { FieldError } from './field-error';
 import { invalid, keyPath, required, tooLong, tooMany } from './field-error';
-import { isQuantity, QUANTITY_FORMAT_MESSAGE, readQuantity } from './quantity';
+import { isQuantity, QUANTITY_FORMAT_MESSAGE, quantityProblem, readQuantity } from './quantity';
 import {
   MAX_ATTRIBUTE_ID_LENGTH,
   MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE,
@@ -29,6 +29,7 @@ import {
 import { parseRfc3339 } from './parse-rfc3339';
 import {
   ATTRIBUTE_KEY_PATH_LENGTH,
+  attributeValueCount,
   validateAttribute,
   validateAttributeValueCount,
 } from './validate-attribute';
@@ -78,6 +79,7 @@ export function validateDevice(
   }
 
   let entries = 0;
+  let attributeValues = 0;
   const attributes = device.attributes;
   const capacity = device.capacity;
   if (attributes !== undefined) {
@@ -85,33 +87,38 @@ export function validateDevice(
       entries++;
       const attribute = attributes[name];
       if (attribute === undefined) continue;
+      attributeValues += attributeValueCount(attribute);
       validateQualifiedName(name, path, 'attributes', errors);
       validateAttribute(attribute, name, path, errors);
     }
   }
   if (capacity !== undefined) {
-    const multiple = device.allowMultipleAllocations === true;
     for (const name in capacity) {
       entries++;
       const value = capacity[name];
       if (value === undefined) continue;
       validateQualifiedName(name, path, 'capacity', errors);
-      const reading = readQuantity(value.value);
       const policy = value.requestPolicy;
-      if (reading.problem === undefined && policy === undefined) continue; // the usual case
-      const capacityPath = keyPath(`${path}.capacity`, name, ATTRIBUTE_KEY_PATH_LENGTH);
+      if (policy === undefined) {
+        // The usual case: the syntax alone decides, and no value is built.
+        const problem = quantityProblem(value.value);
+        if (problem !== undefined) {
+          errors.push(invalid(`${capacityPath(path, name)}.value`, value.value, problem));
+        }
+        continue;
+      }
+      const reading = readQuantity(value.value);
+      const entryPath = capacityPath(path, name);
       if (reading.problem !== undefined) {
-        errors.push(invalid(`${capacityPath}.value`, value.value, reading.problem));
+        errors.push(invalid(`${entryPath}.value`, value.value, reading.problem));
       }
-      if (policy !== undefined) {
-        validateCapacityRequestPolicy(
-          policy,
-          { text: value.value, quantity: reading.quantity },
-          multiple,
-          `${capacityPath}.requestPolicy`,
-          errors,
-        );
-      }
+      validateCapacityRequestPolicy(
+        policy,
+        { text: value.value, quantity: reading.quantity },
+        device.allowMultipleAllocations === true,
+        `${entryPath}.requestPolicy`,
+        errors,
+      );
     }
   }
   if (entries > MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE) {
@@ -123,7 +130,7 @@ export function validateDevice(
       ),
     );
   }
-  validateAttributeValueCount(device, path, errors);
+  validateAttributeValueCount(attributeValues, path, errors);
 
   const taints = device.taints;
   if (taints !== undefined && taints.length > 0) {
@@ -148,6 +155,10 @@ export function validateDevice(
   if (device.passThrough !== undefined) {
     validateDevicePassThrough(device.passThrough, `${path}.passThrough`, errors);
   }
+}
+
+function capacityPath(devicePath: string, name: string): string {
+  return keyPath(`${devicePath}.capacity`, name, ATTRIBUTE_KEY_PATH_LENGTH);
 }
 
 const DEVICE_NODE_SELECTION_MESSAGE =
@@ -177,29 +188,43 @@ function validateDeviceNodeSelection(
     }
     return;
   }
-  const selections: string[] = [];
+  // The fields set, as the message lists them; a string, so that the usual single field
+  // allocates nothing.
+  let selections = 0;
+  let selected = '';
   if (nodeName !== undefined) {
     if (nodeName === '') {
       errors.push(invalid(`${path}.nodeName`, '', 'must not be empty'));
     } else {
-      selections.push('`nodeName`');
+      selections++;
+      selected = listed(selected, '`nodeName`');
       const problem = nodeNameProblem(nodeName);
       if (problem !== undefined) errors.push(invalid(`${path}.nodeName`, nodeName, problem));
     }
   }
   if (nodeSelector !== undefined) {
-    selections.push('`nodeSelector`');
+    selections++;
+    selected = listed(selected, '`nodeSelector`');
     validateNodeSelector(nodeSelector, `${path}.nodeSelector`, errors);
   }
   if (allNodes !== undefined) {
-    if (allNodes) selections.push('`allNodes`');
-    else errors.push(invalid(`${path}.allNodes`, false, 'must be either unset or set to true'));
+    if (allNodes) {
+      selections++;
+      selected = listed(selected, '`allNodes`');
+    } else {
+      errors.push(invalid(`${path}.allNodes`, false, 'must be either unset or set to true'));
+    }
   }
-  if (selections.length === 0) {
+  if (selections === 0) {
     errors.push(required(path, DEVICE_NODE_SELECTION_MESSAGE));
-  } else if (selections.length > 1) {
-    errors.push(invalid(path, `{${selections.join(', ')}}`, DEVICE_NODE_SELECTION_MESSAGE));
+  } else if (selections > 1) {
+    errors.push(invalid(path, `{${selected}}`, DEVICE_NODE_SELECTION_MESSAGE));
   }
+}
+
+/** `list` with `item` appended, comma-separated. */
+function listed(list: string, item: string): string {
+  return list === '' ? item : `${list}, ${item}`;
 }
 
 /** Checks one counter set (`sharedCounters[i]`). */
