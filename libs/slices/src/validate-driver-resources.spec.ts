@@ -140,6 +140,38 @@ const cases: ValidationCase[] = [
     errors: [`pools[0].devices[0].attributes: Invalid value: "1model": ${C_IDENTIFIER_MESSAGE}`],
   },
   {
+    // The pool's devices share their valid names, checked once; an invalid one stays invalid.
+    name: 'attribute-name-not-c-identifier-on-every-device',
+    pools: [
+      pool({
+        devices: [
+          gpu(0, { attributes: { '1model': { string: 'x' } } }),
+          gpu(1, { attributes: { '1model': { string: 'x' } } }),
+        ],
+      }),
+    ],
+    errors: [
+      `pools[0].devices[0].attributes: Invalid value: "1model": ${C_IDENTIFIER_MESSAGE}`,
+      `pools[0].devices[1].attributes: Invalid value: "1model": ${C_IDENTIFIER_MESSAGE}`,
+    ],
+  },
+  {
+    name: 'capacity-name-invalid-in-every-explicit-slice',
+    pools: [
+      pool({
+        devices: [],
+        slices: [
+          { devices: [gpu(0, { capacity: { 'Example.com/memory': { value: '1Gi' } } })] },
+          { devices: [gpu(1, { capacity: { 'Example.com/memory': { value: '1Gi' } } })] },
+        ],
+      }),
+    ],
+    errors: [
+      `pools[0].slices[0].devices[0].capacity: Invalid value: "Example.com": ${DNS1123_SUBDOMAIN_MESSAGE}`,
+      `pools[0].slices[1].devices[0].capacity: Invalid value: "Example.com": ${DNS1123_SUBDOMAIN_MESSAGE}`,
+    ],
+  },
+  {
     name: 'attribute-name-too-long',
     pools: withDevice(gpu(0, { attributes: { ['m'.repeat(33)]: { string: 'x' } } })),
     errors: ['pools[0].devices[0].attributes: Too long: may not be more than 32 bytes'],

@@ -100,7 +100,10 @@ function validatePool(
     validatePoolPassThrough(pool.passThrough, `${path}.passThrough`, errors);
   }
 
-  const context: DeviceContext = { perDeviceNodeSelection: pool.scope.kind === 'per-device' };
+  const context: DeviceContext = {
+    perDeviceNodeSelection: pool.scope.kind === 'per-device',
+    validNames: new Set(),
+  };
   const seen: PoolNames = { devices: new Set(), counterSets: new Map() };
   if (pool.slices === undefined) {
     visitDevices(pool.devices, `${path}.devices`, context, seen, errors);

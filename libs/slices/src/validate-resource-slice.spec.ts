@@ -112,6 +112,20 @@ const cases: [name: string, slice: ResourceSlice, errors: string[]][] = [
     ],
   ],
   [
+    'validateDevice: an invalid attribute name is reported on every device that has it',
+    slice(
+      (s) =>
+        (s.spec.devices = [
+          gpu(0, { attributes: { 'a/b/c': { int: 0 } } }),
+          gpu(1, { attributes: { 'a/b/c': { int: 1 } } }),
+        ]),
+    ),
+    [
+      'spec.devices[0].attributes: Invalid value: "a/b/c": must not contain more than one slash',
+      'spec.devices[1].attributes: Invalid value: "a/b/c": must not contain more than one slash',
+    ],
+  ],
+  [
     'no-name',
     slice((s) => delete s.metadata.generateName),
     ['metadata.name: Required value: name or generateName is required'],

@@ -11,6 +11,7 @@ import type { ResourceSlice } from './resource-slice';
 import { MAX_COUNTER_SETS_PER_SLICE } from './resource-slice';
 import { validateDriverName, validatePoolName } from './validate-driver-resources';
 import { validateCounterSet, validateDevice } from './validate-device';
+import type { DeviceContext } from './validate-device';
 import { validateNodeSelector } from './validate-node-selector';
 
 /**
@@ -90,7 +91,10 @@ export function validateResourceSlice(slice: ResourceSlice): FieldError[] {
   if (devices.length > maxDevices) {
     errors.push(tooMany('spec.devices', devices.length, maxDevices));
   } else {
-    const context = { perDeviceNodeSelection: spec.perDeviceNodeSelection === true };
+    const context: DeviceContext = {
+      perDeviceNodeSelection: spec.perDeviceNodeSelection === true,
+      validNames: new Set(),
+    };
     const names = new Set<string>();
     for (let i = 0; i < devices.length; i++) {
       const device = devices[i];
