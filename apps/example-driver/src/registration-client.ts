@@ -1,3 +1,4 @@
+import { pluginPath } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 
 export interface RegistrationClientOptions {
@@ -43,7 +44,7 @@ export class RegistrationClient {
 
   /** Removes the plugin's registration, so that its slices are withdrawn promptly. */
   async deregister(plugin: PluginIdentity): Promise<void> {
-    const path = `/v1/plugins/${encodeURIComponent(plugin.node)}/${encodeURIComponent(plugin.driver)}?endpoint=${encodeURIComponent(plugin.endpoint)}`;
+    const path = `${pluginPath(plugin)}?endpoint=${encodeURIComponent(plugin.endpoint)}`;
     await this.request('DELETE', path);
   }
 

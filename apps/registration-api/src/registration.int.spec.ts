@@ -6,7 +6,7 @@ import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import { EndpointPolicy, GrpcPluginProber } from '@slicekeeper/admission';
 import { registration } from '@slicekeeper/proto';
 import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
-import { ApiHarness, admin } from './testing/api-harness';
+import { ApiHarness, admin, nodeA } from './testing/api-harness';
 
 type Behaviour = registration.PluginInfo | 'hang';
 
@@ -106,6 +106,39 @@ describe('registration against a real plugin over gRPC', () => {
     });
     expect(plugin.told).toEqual([{ pluginRegistered: true, error: '' }]);
     expect(await h.store.get({ node: 'node-a', driver: 'gpu.example.com' })).toHaveLength(1);
+  });
+
+  it('registers a cluster-scoped plugin (empty node) for an admin, and names its key _cluster in paths', async () => {
+    const plugin = await driver('fabric', { ...gpu, name: 'fabric.example.com' });
+    const refused = await h.app.inject({
+      method: 'POST',
+      url: '/v1/plugins',
+      headers: nodeA,
+      payload: { node: '', endpoint: plugin.endpoint },
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json<{ message: string }>().message).toMatch(
+      /a cluster-scoped plugin \(empty node\) needs an admin token/,
+    );
+
+    const res = await register({ node: '', endpoint: plugin.endpoint });
+    expect(res.statusCode).toBe(201);
+    expect(res.headers.location).toBe('/v1/plugins/_cluster/fabric.example.com');
+    expect(res.json()).toMatchObject({ node: '', driver: 'fabric.example.com' });
+    const status = await h.app.inject({
+      method: 'GET',
+      url: '/v1/plugins/_cluster/fabric.example.com',
+      headers: admin,
+    });
+    expect(status.statusCode).toBe(200);
+    expect(status.json()).toMatchObject({ node: '', driver: 'fabric.example.com' });
+    const removed = await h.app.inject({
+      method: 'DELETE',
+      url: '/v1/plugins/_cluster/fabric.example.com?grace=0s',
+      headers: admin,
+    });
+    expect(removed.statusCode).toBe(200);
+    expect(await h.store.get({ node: '', driver: 'fabric.example.com' })).toEqual([]);
   });
 
   it('registers a plugin without the registration service from the declared driver', async () => {

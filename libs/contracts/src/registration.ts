@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sliceKeySchema } from './key';
+import type { SliceKey } from './key';
 
 /** The plugin type a DRA driver reports from `Registration.GetInfo` (as kubelet expects). */
 export const DRA_PLUGIN_TYPE = 'DRAPlugin';
@@ -82,3 +83,15 @@ export const removalSchema = z
   })
   .strict();
 export type Removal = z.infer<typeof removalSchema>;
+
+/**
+ * The `{node}` segment of `/v1/plugins/{node}/{driver}` that names the cluster-scoped key (empty
+ * node): no node name can hold `_`, so it cannot clash with one.
+ */
+export const CLUSTER_NODE_SEGMENT = '_cluster';
+
+/** The registration API's path of a plugin: `/v1/plugins/{node}/{driver}`. */
+export function pluginPath(key: SliceKey): string {
+  const node = key.node === '' ? CLUSTER_NODE_SEGMENT : encodeURIComponent(key.node);
+  return `/v1/plugins/${node}/${encodeURIComponent(key.driver)}`;
+}

@@ -1,3 +1,4 @@
+import { pluginPath } from '@slicekeeper/contracts';
 import { httpJson } from './http-json';
 
 export interface PluginStatusClientOptions {
@@ -26,9 +27,7 @@ export class PluginStatusClient {
 
   /** The names of the plugin's published ResourceSlices once its last sync succeeded, else undefined. */
   async publishedSlices(plugin: StackPlugin): Promise<string[] | undefined> {
-    const url = this.url(
-      `/v1/plugins/${encodeURIComponent(plugin.node)}/${encodeURIComponent(plugin.driver)}`,
-    );
+    const url = this.url(pluginPath(plugin));
     const result = await httpJson('GET', url, { token: plugin.token, ...this.timeout() });
     if (result.status !== 200) return undefined;
     const sync = (result.body as PluginStatusBody | undefined)?.sync;

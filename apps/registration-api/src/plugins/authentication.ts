@@ -50,7 +50,13 @@ export function principalOf(request: FastifyRequest): Principal {
 export function authorizeNode(request: FastifyRequest, node: string): Principal {
   const principal = principalOf(request);
   if (!mayAccessNode(principal, node)) {
-    throw new HttpError(403, 'forbidden', `token "${principal.name}" may only act on its own node`);
+    throw new HttpError(
+      403,
+      'forbidden',
+      node === ''
+        ? `token "${principal.name}" may only act on its own node; a cluster-scoped plugin (empty node) needs an admin token`
+        : `token "${principal.name}" may only act on its own node`,
+    );
   }
   return principal;
 }

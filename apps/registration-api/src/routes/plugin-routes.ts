@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RedisClient } from '@slicekeeper/queue';
 import { admitPlugin } from '@slicekeeper/admission';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
-import { keyId, registrationSchema } from '@slicekeeper/contracts';
+import { keyId, pluginPath, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, SyncReason } from '@slicekeeper/contracts';
 import { RegistrationRefusedError, apiRateLimitNamespace } from '@slicekeeper/state';
 import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
@@ -155,7 +155,7 @@ export async function pluginRoutes(
       );
       return reply
         .code(created ? 201 : 200)
-        .header('location', `/v1/plugins/${node}/${registration.driver}`)
+        .header('location', pluginPath(registration))
         .send(registration);
     },
   );
@@ -278,7 +278,7 @@ async function checkEndpointFree(
       throw new HttpError(
         409,
         'endpoint-in-use',
-        `endpoint ${endpoint} is registered for driver ${taken.driver} on node ${key.node}; remove it first`,
+        `endpoint ${endpoint} is registered for driver ${taken.driver} ${key.node === '' ? 'of the cluster-scoped key' : `on node ${key.node}`}; remove it first`,
       );
     }
     after = page.next;

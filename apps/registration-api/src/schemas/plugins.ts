@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  CLUSTER_NODE_SEGMENT,
   driverNameProblem,
   nodeNameProblem,
   parseKeyId,
@@ -34,6 +35,18 @@ export const nodeNameSchema = z
   .superRefine(checked(nodeNameProblem))
   .describe('Node name (a lowercase RFC 1123 subdomain).');
 
+/** A node name, or `''` for a cluster-scoped plugin (devices reachable from many nodes). */
+export const keyNodeSchema = z
+  .union([z.literal(''), nodeNameSchema])
+  .describe(
+    'Node name (a lowercase RFC 1123 subdomain), or empty for a cluster-scoped plugin (admin tokens only).',
+  );
+
+/** `:node` of a plugin's path: a node name, or {@link CLUSTER_NODE_SEGMENT} for the cluster-scoped key. */
+export const nodeSegmentSchema = z
+  .union([z.literal(CLUSTER_NODE_SEGMENT).transform(() => ''), nodeNameSchema])
+  .describe(`Node name, or \`${CLUSTER_NODE_SEGMENT}\` for a cluster-scoped plugin.`);
+
 export const driverNameSchema = z
   .string()
   .superRefine(checked(driverNameProblem))
@@ -54,7 +67,7 @@ export const endpointSchema = z
 
 export const registerPluginBodySchema = z
   .object({
-    node: nodeNameSchema,
+    node: keyNodeSchema,
     endpoint: endpointSchema,
     driver: driverNameSchema
       .optional()
@@ -78,7 +91,7 @@ export const registerPluginBodySchema = z
 export type RegisterPluginBody = z.infer<typeof registerPluginBodySchema>;
 
 export const pluginParamsSchema = z
-  .object({ node: nodeNameSchema, driver: driverNameSchema })
+  .object({ node: nodeSegmentSchema, driver: driverNameSchema })
   .strict();
 
 export const removePluginQuerySchema = z
