@@ -5,6 +5,7 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pluginPath } from '@slicekeeper/contracts';
 import type { DriverInventory, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import {
   SupervisedProcess,
@@ -19,6 +20,7 @@ import { RedisServer, freePort, waitFor } from '@slicekeeper/testing';
 import { ExampleDriverProcess, InProcessDriver } from './drivers';
 import { EmulatorClient, sliceAsV1 } from './emulator-client';
 import type { ResourceSlice, ResourceSliceVersion } from './emulator-client';
+import type { MemoryCgroup } from './memory-cgroup';
 import type { ProductionTree } from './production-tree';
 
 const run = promisify(execFile);
@@ -66,6 +68,12 @@ export interface SystemOptions {
    * @defaultValue from the TypeScript sources, through tsx
    */
   production?: ProductionTree;
+  /**
+   * Runs a service inside a memory cgroup, by app name (e.g. `plugin-watcher`), so that it has
+   * the memory limit its manifest gives a pod. The caller creates and closes the cgroups.
+   * @defaultValue no limits
+   */
+  memoryCgroups?: Readonly<Partial<Record<string, MemoryCgroup>>>;
 }
 
 /** Variables passed on from the test's environment; every setting is passed explicitly. */
@@ -210,6 +218,7 @@ export class System {
       spec.app,
       spec.env,
       this.options.production,
+      this.options.memoryCgroups?.[spec.app],
     );
     this.services.set(name, child);
     await child.waitForLog(spec.ready, 'that it is ready', 60_000);
@@ -301,7 +310,7 @@ export class System {
 
   /** The plugin's registration and sync status, as the registration API reports it. */
   async status(node: string, driver: string): Promise<PluginStatus | undefined> {
-    const response = await this.api('GET', `/v1/plugins/${node}/${driver}`);
+    const response = await this.api('GET', pluginPath({ node, driver }));
     if (response.status === 404) return undefined;
     if (response.status !== 200) throw new Error(`status of ${node}/${driver}: ${response.status}`);
     return (await response.json()) as PluginStatus;
@@ -313,7 +322,7 @@ export class System {
    */
   async removePlugin(node: string, driver: string, grace?: string): Promise<void> {
     const query = grace === undefined ? '' : `?grace=${grace}`;
-    const response = await this.api('DELETE', `/v1/plugins/${node}/${driver}${query}`);
+    const response = await this.api('DELETE', `${pluginPath({ node, driver })}${query}`);
     if (response.status !== 204 && response.status !== 200) {
       throw new Error(`DELETE ${node}/${driver}: ${response.status} ${await response.text()}`);
     }
@@ -491,7 +500,7 @@ export class System {
 
 /**
  * Spawns an app with only the inherited variables and `env`, its lines copied to a log file:
- * from its sources, or compiled from `production`.
+ * from its sources, or compiled from `production`; inside `cgroup` when one is given.
  */
 function spawnLogged(
   logDir: string,
@@ -500,6 +509,7 @@ function spawnLogged(
   app: string,
   env: Record<string, string>,
   production?: ProductionTree,
+  cgroup?: MemoryCgroup,
 ): SupervisedProcess {
   let log = logs.get(name);
   if (log === undefined) {
@@ -509,7 +519,7 @@ function spawnLogged(
   const out = log;
   return new SupervisedProcess({
     name,
-    ...(production === undefined ? appCommand(app) : production.command(app)),
+    ...inCgroup(production === undefined ? appCommand(app) : production.command(app), cgroup),
     env: {
       ...inheritedEnv(process.env, INHERITED),
       ...(production === undefined ? {} : { NODE_ENV: 'production' }),
@@ -521,4 +531,11 @@ function spawnLogged(
       out.write(`${line}\n`);
     },
   });
+}
+
+function inCgroup<C extends { command: string; args: string[] }>(
+  command: C,
+  cgroup: MemoryCgroup | undefined,
+): C {
+  return cgroup === undefined ? command : cgroup.wrap(command);
 }
