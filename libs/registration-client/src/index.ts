@@ -1,0 +1,7 @@
+export { RegistrationClient, RegistrationError } from './registration-client';
+export type {
+  DeregisterOptions,
+  PluginIdentity,
+  RegisterRequest,
+  RegistrationClientOptions,
+} from './registration-client';
