@@ -1,6 +1,7 @@
 /**
  * Admission policy of the registration API, kept out of the app so that it can be unit-tested:
- * who may call (bearer tokens, node binding), which endpoints may be dialled (the allowlist,
+ * who may call (static bearer tokens or Kubernetes identities by TokenReview, node binding,
+ * SubjectAccessReview), which endpoints may be dialled (the allowlist,
  * also checked by the plugin-watcher before each of its dials), which ResourcePublisher version
  * is spoken, and the kubelet-style probe of a new plugin.
  */
@@ -34,7 +35,28 @@ export type {
 export {
   MIN_TOKEN_LENGTH,
   TokenAuthority,
+  bearerTokenOf,
   mayAccessNode,
+  tokenDigest,
   tokenFileSchema,
 } from './token-authority';
-export type { Principal, TokenFile } from './token-authority';
+export type { KubernetesUser, Principal, PrincipalScope, TokenFile } from './token-authority';
+export { ExpiringCache } from './expiring-cache';
+export type { ExpiringCacheOptions } from './expiring-cache';
+export {
+  KubernetesAuthenticator,
+  KubernetesAuthorizer,
+  NODE_NAME_CLAIM,
+  PLUGINS_GROUP,
+  PLUGINS_RESOURCE,
+  expiryOf,
+} from './kubernetes-identities';
+export type {
+  AccessReviewer,
+  KubeAuthentication,
+  KubeAuthorization,
+  KubernetesAuthenticatorOptions,
+  KubernetesAuthorizerOptions,
+  PluginVerb,
+  TokenReviewer,
+} from './kubernetes-identities';

@@ -10,12 +10,52 @@ export const MIN_TOKEN_LENGTH = 32;
 /** Characters of an RFC 6750 bearer token (`b64token`). */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
+/**
+ * A Kubernetes user as a TokenReview names it (authentication.k8s.io/v1 `UserInfo`); what a
+ * SubjectAccessReview is asked about.
+ */
+export interface KubernetesUser {
+  /** e.g. `system:serviceaccount:<namespace>:<name>`. */
+  readonly username: string;
+  readonly uid: string;
+  readonly groups: readonly string[];
+  /** e.g. `authentication.kubernetes.io/node-name` → [node]. */
+  readonly extra: Readonly<Record<string, readonly string[]>>;
+}
+
+/** Which keys a principal may act on. */
+export type PrincipalScope =
+  /** A static admin token: any node, and cluster-scoped plugins (empty node). */
+  | { readonly kind: 'admin' }
+  /** A node-bound static token, or a Kubernetes token with a node claim: its own node only. */
+  | { readonly kind: 'node'; readonly node: string }
+  /** A Kubernetes token without a node claim: cluster-scoped plugins (empty node) only. */
+  | { readonly kind: 'cluster' };
+
 /** Who a request acts as, after authentication. */
 export interface Principal {
-  /** The token's name from the token file: logged and rate-limited on, never the token. */
+  /**
+   * The token's name from the token file, or the Kubernetes username: logged and rate-limited
+   * on, never the token.
+   */
   readonly name: string;
-  /** An admin may act on any node; a node-bound token only on its own node. */
-  readonly scope: { readonly kind: 'admin' } | { readonly kind: 'node'; readonly node: string };
+  readonly scope: PrincipalScope;
+  /**
+   * Set for a Kubernetes identity, whose every action is also authorized by a
+   * SubjectAccessReview; absent for a static token, whose scope is all there is.
+   */
+  readonly user?: KubernetesUser;
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header value, or undefined when the header is
+ * missing, of another scheme, or not an RFC 6750 token.
+ */
+export function bearerTokenOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer ([^\s]+)$/i.exec(header);
+  const token = match?.[1];
+  return token === undefined || !TOKEN.test(token) ? undefined : token;
 }
 
 const tokenEntrySchema = z.discriminatedUnion('role', [
@@ -69,7 +109,7 @@ export class TokenAuthority {
       }
       if (names.has(entry.name)) problems.push(`${where}: duplicate name`);
       names.add(entry.name);
-      const key = digest(entry.token);
+      const key = tokenDigest(entry.token);
       if (byDigest.has(key)) problems.push(`${where}: the same token is listed twice`);
       byDigest.set(key, {
         name: entry.name,
@@ -115,19 +155,29 @@ export class TokenAuthority {
    * bearer token, or unknown. The reason is deliberately not told apart.
    */
   authenticate(header: string | undefined): Principal | undefined {
-    if (header === undefined) return undefined;
-    const match = /^Bearer ([^\s]+)$/i.exec(header);
-    const token = match?.[1];
-    if (token === undefined || !TOKEN.test(token)) return undefined;
-    return this.byDigest.get(digest(token));
+    const token = bearerTokenOf(header);
+    return token === undefined ? undefined : this.principalOf(token);
+  }
+
+  /** The principal of a bearer token, or undefined when it is not in the file. */
+  principalOf(token: string): Principal | undefined {
+    return this.byDigest.get(tokenDigest(token));
   }
 }
 
-/** Whether `principal` may add, remove or read plugins of `node`. */
+/** Whether `principal` may add, remove or read plugins of `node` (empty: cluster-scoped). */
 export function mayAccessNode(principal: Principal, node: string): boolean {
-  return principal.scope.kind === 'admin' || principal.scope.node === node;
+  switch (principal.scope.kind) {
+    case 'admin':
+      return true;
+    case 'node':
+      return principal.scope.node === node;
+    case 'cluster':
+      return node === '';
+  }
 }
 
-function digest(token: string): string {
+/** SHA-256 of a token, hex: what tokens are kept and cached as, never the token itself. */
+export function tokenDigest(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
