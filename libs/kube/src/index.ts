@@ -43,3 +43,11 @@ export type {
   ResourceApiVersion,
   ServerRelease,
 } from './resource-api';
+export { KubeReviewClient } from './kube-review-client';
+export type {
+  AccessReviewResult,
+  KubeReviewClientOptions,
+  ResourceAttributes,
+  ReviewedUser,
+  TokenReviewResult,
+} from './kube-review-client';
