@@ -274,6 +274,53 @@ describe('the example driver profiles on kube-apiserver 1.34 with the four alpha
       'spec: Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required',
     );
   }, 90_000);
+
+  it('fabric with DRAPartitionableDevices on again: the binding conditions dropped (DRADeviceBindingConditions), in the status, the feedback and one Event; three resyncs write nothing', async () => {
+    await system.restartEmulator({
+      FEATURE_GATES: `${gates(false)},DRAPartitionableDevices=true`,
+    });
+    const name = 'fabric-binding.example.com';
+    const driver = new ProfileDriver(system, {
+      run: `${RUN}-gates-off`,
+      profile: 'fabric',
+      driver: name,
+      node: '',
+    });
+    drivers.set(name, driver);
+    await driver.start();
+    await system.until('synced', async () => (await driver.status())?.sync?.outcome === 'synced');
+    const dropped = [
+      'spec.devices[*].bindingConditions (DRADeviceBindingConditions)',
+      'spec.devices[*].bindingFailureConditions (DRADeviceBindingConditions)',
+      'spec.devices[*].bindsToNode (DRADeviceBindingConditions)',
+    ];
+    const sync = (await driver.status())?.sync;
+    expect([...(sync?.droppedFields ?? [])].sort()).toEqual(dropped);
+    await system.until('the driver told', () =>
+      driver.feedback.some((f) => f.outcome === 'synced'),
+    );
+    const told = driver.feedback.filter((f) => f.outcome === 'synced').at(-1);
+    expect([...(told?.droppedFields ?? [])].sort()).toEqual(dropped);
+    // What the server kept: each device's node selection, without its binding conditions.
+    const [slice] = await printedSlices(system, 'v1', name);
+    expect(slice?.spec.perDeviceNodeSelection).toBe(true);
+    expect(slice?.spec.devices?.map((d) => [d.name, d.bindingConditions, d.bindsToNode])).toEqual([
+      ['fabric-gpu-0', undefined, undefined],
+      ['fabric-gpu-1', undefined, undefined],
+      ['fabric-gpu-2', undefined, undefined],
+    ]);
+
+    await system.emulator.clearLog();
+    await resyncThreeTimes(system, driver, { node: '', driver: name });
+    expect(await system.emulator.sliceWrites()).toEqual([]);
+    // The key has no Node for the Event to be about: it must still be told once.
+    await system.until('the FieldsDropped Event', async () =>
+      (await driverEvents(system, name)).some((e) => e.reason === 'FieldsDropped'),
+    );
+    const events = (await driverEvents(system, name)).filter((e) => e.reason === 'FieldsDropped');
+    expect(events).toHaveLength(1);
+    for (const field of dropped) expect(events[0]?.note).toContain(field);
+  }, 90_000);
 });
 
 /** A GPU whose device carries KEP-5517's field (1.37), which slicekeeper has no typed field for. */

@@ -237,6 +237,50 @@ describe('npm start (the local stack)', () => {
     expect(await stack.exitWithin(30_000)).toBe(0);
   }, 120_000);
 
+  it('PROFILE=fabric: one driver for the cluster-scoped key, whose per-device pool kubectl shows', async () => {
+    const stack = new StackProcess({
+      STATE_DIR: join(stateDir, 'fabric'),
+      PROFILE: 'fabric',
+      NODES: 'node-a,node-b',
+      SYNCER_REPLICAS: '1',
+    });
+    started.push(stack);
+    await stack.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    expect(stack.hasLine(/^\[local-stack\] +cluster: 1 ResourceSlice\(s\) published: /)).toBe(true);
+    expect(stack.countLines(/^\[example-driver-cluster\] +INFO +registered/)).toBe(1);
+    expect(stack.hasLine(/^\[example-driver-node-/)).toBe(false);
+    expect(
+      stack.hasLine(
+        /driver profile +fabric, needs DRAPartitionableDevices \(on\), DRADeviceBindingConditions \(on\)$/,
+      ),
+    ).toBe(true);
+
+    const { stdout } = await run(
+      'kubectl',
+      [
+        '--kubeconfig',
+        join(stateDir, 'fabric', 'kubeconfig'),
+        'get',
+        'resourceslices',
+        '-o',
+        'json',
+      ],
+      { timeout: 10_000 },
+    );
+    const list = JSON.parse(stdout) as {
+      items: { spec: { perDeviceNodeSelection?: boolean; devices?: { name: string }[] } }[];
+    };
+    expect(list.items.map((item) => item.spec.perDeviceNodeSelection)).toEqual([true]);
+    expect(list.items[0]?.spec.devices?.map((d) => d.name)).toEqual([
+      'fabric-gpu-0',
+      'fabric-gpu-1',
+      'fabric-gpu-2',
+    ]);
+
+    stack.process.signal('SIGINT');
+    expect(await stack.exitWithin(30_000)).toBe(0);
+  }, 120_000);
+
   it('exits non-zero with the stderr of a service that dies at start', async () => {
     // It holds the API's port and drops whoever connects (the drivers, trying to register).
     blocker = createServer((socket) => {
