@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { EndpointPolicy } from '@slicekeeper/admission';
+import { EndpointPolicy, GrpcPluginProber } from '@slicekeeper/admission';
 import { SyncQueue } from '@slicekeeper/queue';
 import { runService } from '@slicekeeper/runtime';
-import { PluginWatcher, createGrpcConnector } from '@slicekeeper/watcher';
+import { RegistrationClient } from '@slicekeeper/registration-client';
+import {
+  PluginDiscovery,
+  PluginWatcher,
+  createGrpcConnector,
+  socketDirectory,
+} from '@slicekeeper/watcher';
 import { loadConfig } from './config';
 
 void runService({
@@ -37,6 +43,27 @@ void runService({
       metrics: registry,
       feedbackSubscriber,
     });
+    // Node mode with a registration API: kubelet-style discovery of the node's plugin sockets.
+    const discovery =
+      config.WATCHER_MODE === 'node' && config.REGISTRATION_API_URL !== undefined
+        ? new PluginDiscovery({
+            directory: socketDirectory(config.PLUGIN_REGISTRATION_DIR),
+            nodeName: config.NODE_NAME ?? '',
+            policy,
+            prober: new GrpcPluginProber(),
+            registrar: new RegistrationClient({
+              baseUrl: config.REGISTRATION_API_URL,
+              ...(config.REGISTRATION_TOKEN_FILE === undefined
+                ? {}
+                : { tokenFile: config.REGISTRATION_TOKEN_FILE }),
+              ...(config.REGISTRATION_CA_FILE === undefined
+                ? {}
+                : { caFile: config.REGISTRATION_CA_FILE }),
+            }),
+            rescanMs: config.DISCOVERY_RESCAN_INTERVAL,
+            logger: logger.child({ component: 'discovery' }),
+          })
+        : undefined;
     return {
       probes: {
         port: config.PROBE_PORT,
@@ -45,17 +72,20 @@ void runService({
       },
       start: async () => {
         await watcher.start();
+        await discovery?.start();
         logger.info(
           {
             mode: config.WATCHER_MODE,
             node: config.NODE_NAME,
             replicaId,
             keys: watcher.keys.length,
+            ...(discovery === undefined ? {} : { registrationDir: config.PLUGIN_REGISTRATION_DIR }),
           },
           'watching',
         );
       },
-      close: [watcher, queue],
+      // Discovery first: no registration starts while the streams close.
+      close: [...(discovery === undefined ? [] : [discovery]), watcher, queue],
     };
   },
 });
