@@ -12,6 +12,7 @@ import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
 import { boundedProber } from './bounded-prober';
 import { ApiMetrics } from './plugins/api-metrics';
 import { apiDocs } from './plugins/api-docs';
+import type { KubernetesIdentities } from './plugins/authentication';
 import { answerClientError, answerFrameworkError, errorHandler } from './plugins/error-handler';
 import { healthRoutes } from './routes/health-routes';
 import { pluginRoutes } from './routes/plugin-routes';
@@ -26,7 +27,10 @@ export interface AppOptions {
   syncQueue: SyncRequester;
   prober: PluginProber;
   endpointPolicy: EndpointPolicy;
-  tokens: TokenAuthority;
+  /** Static bearer tokens (compose, npm start); at least one of `tokens` and `kubernetes`. */
+  tokens?: TokenAuthority | undefined;
+  /** ServiceAccount tokens verified by TokenReview, actions authorized by SubjectAccessReview. */
+  kubernetes?: KubernetesIdentities | undefined;
   /** For the shared rate-limit counters and the readiness check. */
   redis: RedisClient;
   /** slicekeeper's Redis prefix (rate-limit counters go under it). */
@@ -54,6 +58,11 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** Trust X-Forwarded-For (only behind a proxy that sets it). @defaultValue false */
   trustProxy?: boolean;
+  /**
+   * Serve HTTPS with this certificate and key (PEM); plain HTTP without. A new pair is applied
+   * with `setSecureContext` on the server (see `ServingCertificate`).
+   */
+  https?: { cert: Buffer; key: Buffer } | undefined;
 }
 
 /** A request id the caller may pass in `x-request-id`, to follow a request across services. */
@@ -100,6 +109,7 @@ export const registrationApi = fp(
       prober: boundedProber(options.prober),
       endpointPolicy: options.endpointPolicy,
       tokens: options.tokens,
+      kubernetes: options.kubernetes,
       metrics,
       redis: options.redis,
       redisPrefix: options.redisPrefix,
@@ -139,6 +149,7 @@ export function buildApp(options: AppOptions & ServerOptions): FastifyInstance {
     clientErrorHandler: answerClientError,
     // fastify's own 503 while closing has its own body; the error handler answers it instead.
     return503OnClosing: false,
+    ...(options.https === undefined ? {} : { https: options.https }),
   });
   void app.register(registrationApi, options);
   return app as unknown as FastifyInstance;

@@ -24,8 +24,58 @@ describe('registration-api config', () => {
     expect(() =>
       loadConfig({ PORT: 'http', BODY_LIMIT_BYTES: '10', PLUGIN_ALLOW_LOOPBACK: 'maybe' }),
     ).toThrow(
-      /PORT: .*"http"[\s\S]*TOKEN_FILE: required[\s\S]*PLUGIN_ALLOW_LOOPBACK: .*"maybe"[\s\S]*BODY_LIMIT_BYTES: must be at least 1024/,
+      /PORT: .*"http"[\s\S]*PLUGIN_ALLOW_LOOPBACK: .*"maybe"[\s\S]*BODY_LIMIT_BYTES: must be at least 1024/,
     );
+  });
+
+  // Rules across variables run once every variable parses, as the Redis ones do.
+  it.each([
+    {
+      name: 'static-needs-token-file',
+      env: {},
+      problem: /TOKEN_FILE: required with AUTH_MODE=static/,
+    },
+    {
+      name: 'both-needs-token-file-and-cluster',
+      env: { AUTH_MODE: 'both' },
+      problem:
+        /TOKEN_FILE: required with AUTH_MODE=both[\s\S]*KUBECONFIG: required with AUTH_MODE=both outside a pod/,
+    },
+    {
+      name: 'kubernetes-needs-cluster',
+      env: { AUTH_MODE: 'kubernetes' },
+      problem: /KUBECONFIG: required with AUTH_MODE=kubernetes outside a pod/,
+    },
+    {
+      name: 'cert-without-key',
+      env: { TOKEN_FILE: '/t.json', TLS_CERT_FILE: '/tls/tls.crt' },
+      problem: /TLS_KEY_FILE: TLS_CERT_FILE and TLS_KEY_FILE go together/,
+    },
+    {
+      name: 'unknown-mode',
+      env: { AUTH_MODE: 'oidc' },
+      problem: /AUTH_MODE: must be one of static, kubernetes, both/,
+    },
+  ])('$name', ({ env, problem }) => {
+    expect(() => loadConfig(env)).toThrow(problem);
+  });
+
+  it('kubernetes mode in a pod needs no token file, and reads the review settings', () => {
+    expect(
+      loadConfig({
+        AUTH_MODE: 'kubernetes',
+        KUBERNETES_SERVICE_HOST: '10.96.0.1',
+        TOKEN_AUDIENCE: 'slicekeeper,slicekeeper.example.com',
+        TLS_CERT_FILE: '/tls/tls.crt',
+        TLS_KEY_FILE: '/tls/tls.key',
+      }),
+    ).toMatchObject({
+      TOKEN_AUDIENCE: ['slicekeeper', 'slicekeeper.example.com'],
+      TOKEN_REVIEW_CACHE_TTL: 30_000,
+      ACCESS_REVIEW_CACHE_TTL: 5_000,
+      REVIEW_CACHE_SIZE: 10_000,
+      REVIEW_TIMEOUT: 5_000,
+    });
   });
 
   it('describes every variable, for the README table', () => {

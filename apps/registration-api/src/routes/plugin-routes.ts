@@ -11,7 +11,13 @@ import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
 import { parseDurationMs } from '@slicekeeper/config';
 import { HttpError } from '../http-error';
 import type { ApiMetrics } from '../plugins/api-metrics';
-import { authentication, authorizeNode, principalOf } from '../plugins/authentication';
+import {
+  authentication,
+  authorizeDriver,
+  authorizeNode,
+  principalOf,
+} from '../plugins/authentication';
+import type { KubernetesIdentities } from '../plugins/authentication';
 import { errorResponses } from '../schemas/error';
 import {
   listPluginsQuerySchema,
@@ -35,7 +41,10 @@ export interface PluginRoutesOptions {
   syncQueue: SyncRequester;
   prober: PluginProber;
   endpointPolicy: EndpointPolicy;
-  tokens: TokenAuthority;
+  /** Static tokens (compose, npm start); undefined with AUTH_MODE=kubernetes. */
+  tokens?: TokenAuthority | undefined;
+  /** ServiceAccount tokens and RBAC; undefined with AUTH_MODE=static. */
+  kubernetes?: KubernetesIdentities | undefined;
   metrics: ApiMetrics;
   /** Shared rate-limit counters live here, so that every replica enforces the same limit. */
   redis: RedisClient;
@@ -56,16 +65,20 @@ const TAGS = ['plugins'];
 const SECURITY = [{ bearer: [] }];
 
 /**
- * The plugin registry API under /v1. Every route needs a bearer token; a node-bound token can
- * only act on its own node. Checks run cheapest first — token, rate limit, body, node binding,
- * endpoint allowlist — so that nothing invalid or unauthorized ever reaches Redis or a dial.
+ * The plugin registry API under /v1. Every route needs a bearer token; a node-bound token (a
+ * static one, or a ServiceAccount token with a node claim) can only act on its own node, and a
+ * Kubernetes identity only on the drivers RBAC grants it (SubjectAccessReview on
+ * `plugins.slicekeeper.dev`). Checks run cheapest first — token, rate limit, body, node
+ * binding, RBAC on a declared driver, endpoint allowlist — so that nothing invalid or
+ * unauthorized ever reaches Redis or a dial; a driver the request does not name is checked
+ * against RBAC once GetInfo has told it, before anything is stored.
  */
 export async function pluginRoutes(
   app: FastifyInstance,
   options: PluginRoutesOptions,
 ): Promise<void> {
   const { store, statusReader, metrics } = options;
-  await app.register(authentication, { tokens: options.tokens });
+  await app.register(authentication, { tokens: options.tokens, kubernetes: options.kubernetes });
   await app.register(rateLimit, {
     global: true,
     max: options.rateLimitMax,
@@ -102,6 +115,7 @@ export async function pluginRoutes(
     async (request, reply) => {
       const { node, endpoint, driver, supportedVersions } = request.body;
       authorizeNode(request, node);
+      if (driver !== undefined) await authorizeDriver(request, 'create', driver);
       const admitted = await options.endpointPolicy.admit(endpoint);
       const log = request.log.child({ node, endpoint });
       let result;
@@ -118,6 +132,8 @@ export async function pluginRoutes(
             ? {}
             : { supportedVersions: options.supportedVersions }),
           register: async (plugin) => {
+            // Cached when the request named the driver; asked now when only GetInfo did.
+            await authorizeDriver(request, 'create', plugin.driver);
             const key = { node, driver: plugin.driver };
             await checkEndpointFree(store, key, plugin.endpoint);
             try {
@@ -177,6 +193,7 @@ export async function pluginRoutes(
     async (request) => {
       const key = { node: request.params.node, driver: request.params.driver };
       authorizeNode(request, key.node);
+      await authorizeDriver(request, 'delete', key.driver);
       const { endpoint, grace } = request.query;
       const removed = await store.remove(key, {
         ...(endpoint === undefined ? {} : { endpoint }),
@@ -216,10 +233,10 @@ export async function pluginRoutes(
       const principal = principalOf(request);
       const { driver, after, limit } = request.query;
       let node = request.query.node;
-      if (principal.scope.kind === 'node') {
-        node ??= principal.scope.node;
-        authorizeNode(request, node);
-      }
+      if (principal.scope.kind === 'node') node ??= principal.scope.node;
+      if (principal.scope.kind === 'cluster') node ??= '';
+      if (node !== undefined) authorizeNode(request, node);
+      await authorizeDriver(request, 'get', driver);
       const page = await store.list({
         limit,
         ...(node === undefined ? {} : { node }),
@@ -251,6 +268,7 @@ export async function pluginRoutes(
     async (request) => {
       const key = { node: request.params.node, driver: request.params.driver };
       authorizeNode(request, key.node);
+      await authorizeDriver(request, 'get', key.driver);
       const registrations = await store.get(key);
       if (registrations.length === 0) {
         throw new HttpError(404, 'not-found', `plugin ${keyId(key)} is not registered`);

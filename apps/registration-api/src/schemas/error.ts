@@ -6,7 +6,7 @@ export const errorSchema = z
     code: z
       .string()
       .describe(
-        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, method-not-allowed, conflict, body-too-large, unsupported-media-type, rate-limited, endpoint-forbidden, plugin-unreachable, plugin-error, redis-unavailable, shutting-down, corrupt-record, internal, …',
+        'Machine-readable reason: invalid-request, invalid-json, unauthorized, forbidden, not-found, method-not-allowed, conflict, body-too-large, unsupported-media-type, rate-limited, endpoint-forbidden, plugin-unreachable, plugin-error, redis-unavailable, authentication-unavailable (TokenReview could not be asked), authorization-unavailable (SubjectAccessReview could not be asked), shutting-down, corrupt-record, internal, …',
       ),
     message: z
       .string()
