@@ -1,0 +1,406 @@
+/**
+ * The soak's arithmetic and pictures, without I/O: least-squares slopes, flatness, the verdict
+ * of each goal and one SVG line chart per series.
+ */
+import { round } from './stats';
+
+/** One reading of one process. */
+export interface ProcessSample {
+  /** Resident set, bytes. */
+  rssBytes?: number;
+  /** V8 heap used, bytes (Node processes only). */
+  heapUsedBytes?: number;
+  /** p99 of the event-loop delay over the 10 s since the previous reading, ms. */
+  lagP99Ms?: number;
+}
+
+/** BullMQ's counts of one queue. */
+export interface QueueCounts {
+  waiting: number;
+  prioritized: number;
+  delayed: number;
+  active: number;
+  completed: number;
+  failed: number;
+}
+
+/** Everything read at one moment of the soak; a part that could not be read is absent. */
+export interface SoakSample {
+  /** Seconds since the soak started. */
+  t: number;
+  /** The machine's 1-minute load average. */
+  load: number;
+  processes: Record<string, ProcessSample>;
+  redis?: { usedMemoryBytes: number; keys: number };
+  queues?: Record<string, QueueCounts>;
+  /** Registered plugins (node, driver) whose last sync outcome is not `synced`. */
+  notSynced?: number;
+  /** Registered plugins (node, driver). */
+  plugins?: number;
+}
+
+/** Something the soak did to the system, and when. */
+export interface SoakEvent {
+  t: number;
+  what: string;
+}
+
+/** Slope of the least-squares line through the points, per unit of x; NaN under two points. */
+export function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
+  const n = points.length;
+  if (n < 2) return Number.NaN;
+  let sx = 0;
+  let sy = 0;
+  for (const [x, y] of points) {
+    sx += x;
+    sy += y;
+  }
+  const mx = sx / n;
+  const my = sy / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+  }
+  return sxx === 0 ? Number.NaN : sxy / sxx;
+}
+
+/** Largest relative distance of a value from the median of the values; NaN for none. */
+export function spreadAroundMedian(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[mid] ?? 0)
+      : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+  if (median === 0) return values.every((v) => v === 0) ? 0 : Number.POSITIVE_INFINITY;
+  return Math.max(...values.map((v) => Math.abs(v - median) / median));
+}
+
+/** The soak's goals, as the issue states them. */
+export interface SoakGoals {
+  /** Samples before this are not judged (start-up, caches filling), s. @defaultValue 600 */
+  warmupSeconds: number;
+  /** Highest RSS slope of any process after the warm-up, MiB per hour. */
+  rssSlopeMiBPerHour: number;
+  /** Largest spread of Redis memory and key count around their median, a fraction. */
+  redisSpread: number;
+  /** Largest p99 event-loop delay of any process in any 10 s window, ms. */
+  lagP99Ms: number;
+  /** Configured most jobs kept in the completed and failed sets, per queue. */
+  queueBounds: Record<string, { completed: number; failed: number }>;
+}
+
+/** The keys once the churn stopped and they had time to settle. */
+export interface KeysAtEnd {
+  keys: number;
+  /** Keys whose slices carry the last inventory their driver sent. */
+  carryingLast: number;
+  /** Plugins the registration API reports not `synced`; absent if it could not be read. */
+  notSynced?: number;
+}
+
+/** A goal with what was measured and whether it was met. */
+export interface SoakVerdict {
+  goal: string;
+  actual: string;
+  met: boolean;
+}
+
+const MIB = 1024 * 1024;
+
+/** Every process named in any sample, sorted. */
+export function processNames(samples: readonly SoakSample[]): string[] {
+  return [...new Set(samples.flatMap((s) => Object.keys(s.processes)))].sort();
+}
+
+/** RSS slope after the warm-up per process, MiB per hour (NaN under two readings). */
+export function rssSlopes(
+  samples: readonly SoakSample[],
+  fromSeconds: number,
+): Record<string, number> {
+  const slopes: Record<string, number> = {};
+  for (const name of processNames(samples)) {
+    const points: [number, number][] = [];
+    for (const s of samples) {
+      const rss = s.processes[name]?.rssBytes;
+      if (s.t >= fromSeconds && rss !== undefined) points.push([s.t / 3600, rss / MIB]);
+    }
+    slopes[name] = round(leastSquaresSlope(points), 2);
+  }
+  return slopes;
+}
+
+/**
+ * One verdict per goal. `keysAtEnd` is the final check (every key `synced` with its last
+ * inventory); `judged` names the processes held to the RSS and lag goals (slicekeeper's own).
+ */
+export function soakVerdicts(
+  samples: readonly SoakSample[],
+  goals: SoakGoals,
+  judged: readonly string[],
+  keysAtEnd: KeysAtEnd,
+): SoakVerdict[] {
+  const after = samples.filter((s) => s.t >= goals.warmupSeconds);
+  const window = `${after.length} samples after ${round(goals.warmupSeconds / 60, 1)} min`;
+  const verdicts: SoakVerdict[] = [];
+  const slopes = rssSlopes(samples, goals.warmupSeconds);
+  for (const name of judged) {
+    const slope = slopes[name] ?? Number.NaN;
+    verdicts.push({
+      goal: `${name} RSS slope ≤ ${goals.rssSlopeMiBPerHour} MiB/h`,
+      actual: `${slope} MiB/h (${window})`,
+      // A shrinking process meets the goal; NaN (too few readings) does not.
+      met: slope <= goals.rssSlopeMiBPerHour,
+    });
+  }
+  const redisMemory = after.flatMap((s) => (s.redis ? [s.redis.usedMemoryBytes] : []));
+  const redisKeys = after.flatMap((s) => (s.redis ? [s.redis.keys] : []));
+  for (const [what, values, unit] of [
+    ['Redis used_memory', redisMemory, (v: number) => `${round(v / MIB, 1)} MiB`],
+    ['Redis key count', redisKeys, (v: number) => String(v)],
+  ] as const) {
+    const spread = spreadAroundMedian(values);
+    verdicts.push({
+      goal: `${what} flat (± ${round(goals.redisSpread * 100, 0)} % of its median)`,
+      actual:
+        values.length === 0
+          ? 'no readings'
+          : `${unit(Math.min(...values))}–${unit(Math.max(...values))}, ± ${round(spread * 100, 1)} % (${window})`,
+      met: values.length > 0 && spread <= goals.redisSpread,
+    });
+  }
+  for (const [queue, bound] of Object.entries(goals.queueBounds)) {
+    const counts = samples.flatMap((s) => {
+      const c = s.queues?.[queue];
+      return c === undefined ? [] : [c];
+    });
+    const completed = Math.max(0, ...counts.map((c) => c.completed));
+    const failed = Math.max(0, ...counts.map((c) => c.failed));
+    verdicts.push({
+      goal: `${queue}: completed ≤ ${bound.completed}, failed ≤ ${bound.failed}`,
+      actual: `at most ${completed} completed, ${failed} failed (${counts.length} samples)`,
+      met: counts.length > 0 && completed <= bound.completed && failed <= bound.failed,
+    });
+  }
+  verdicts.push({
+    goal: 'every key synced at the end',
+    actual: `${keysAtEnd.carryingLast} of ${keysAtEnd.keys} carry their last inventory, ${keysAtEnd.notSynced ?? 'unknown'} not synced`,
+    met: keysAtEnd.carryingLast === keysAtEnd.keys && keysAtEnd.notSynced === 0,
+  });
+  for (const name of judged) {
+    let worst = Number.NaN;
+    let at = Number.NaN;
+    for (const s of after) {
+      const lag = s.processes[name]?.lagP99Ms;
+      if (lag !== undefined && !(lag <= worst)) {
+        worst = lag;
+        at = s.t;
+      }
+    }
+    verdicts.push({
+      goal: `${name} event-loop lag p99 ≤ ${goals.lagP99Ms} ms in every 10 s window`,
+      actual: Number.isNaN(worst)
+        ? 'no readings'
+        : `worst ${round(worst, 1)} ms at ${round(at / 60, 1)} min (${window})`,
+      met: !Number.isNaN(worst) && worst <= goals.lagP99Ms,
+    });
+  }
+  return verdicts;
+}
+
+/** One line of a chart: its name and its points (x seconds, y in the chart's unit). */
+export interface ChartLine {
+  name: string;
+  points: readonly (readonly [number, number])[];
+}
+
+const COLOURS = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+];
+
+function escapeXml(text: string): string {
+  return text.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A tick step of 1, 2 or 5 × a power of ten giving about `count` ticks over `span`. */
+function tickStep(span: number, count: number): number {
+  const raw = span / count;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const [step = 1] = [1, 2, 5, 10].filter((m) => m * power >= raw);
+  return step * power;
+}
+
+/**
+ * A line chart as SVG: x in minutes, one line per series, the soak's events as dashed
+ * vertical lines, the warm-up shaded.
+ */
+export function lineChartSvg(options: {
+  title: string;
+  unit: string;
+  lines: readonly ChartLine[];
+  events: readonly SoakEvent[];
+  warmupSeconds: number;
+}): string {
+  const width = 900;
+  const height = 420;
+  const left = 70;
+  const right = 200;
+  const top = 40;
+  const bottom = 50;
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const all = options.lines.flatMap((l) => l.points);
+  const maxT = Math.max(60, ...all.map(([t]) => t));
+  const ys = all.map(([, y]) => y);
+  let minY = Math.min(0, ...ys);
+  let maxY = Math.max(...ys, minY + 1e-9);
+  if (maxY === minY) maxY = minY + 1;
+  const yStep = tickStep(maxY - minY, 5);
+  minY = Math.floor(minY / yStep) * yStep;
+  maxY = Math.ceil(maxY / yStep) * yStep;
+  const x = (t: number): number => left + (t / maxT) * plotW;
+  const y = (v: number): number => top + plotH - ((v - minY) / (maxY - minY)) * plotH;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="white"/>`,
+    `<text x="${left}" y="22" font-size="15">${escapeXml(options.title)} (${escapeXml(options.unit)})</text>`,
+    `<rect x="${x(0)}" y="${top}" width="${x(Math.min(options.warmupSeconds, maxT)) - x(0)}" height="${plotH}" fill="#f0f0f0"/>`,
+  ];
+  for (let v = minY; v <= maxY + yStep / 2; v += yStep) {
+    parts.push(
+      `<line x1="${left}" x2="${left + plotW}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`,
+      `<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${round(v, 3)}</text>`,
+    );
+  }
+  const tStep = tickStep(maxT / 60, 8) * 60;
+  for (let t = 0; t <= maxT; t += tStep) {
+    parts.push(
+      `<line x1="${x(t)}" x2="${x(t)}" y1="${top + plotH}" y2="${top + plotH + 5}" stroke="#333"/>`,
+      `<text x="${x(t)}" y="${top + plotH + 18}" text-anchor="middle">${round(t / 60, 1)}</text>`,
+    );
+  }
+  parts.push(
+    `<text x="${left + plotW / 2}" y="${height - 10}" text-anchor="middle">minutes</text>`,
+    `<rect x="${left}" y="${top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`,
+  );
+  options.events.forEach((event, i) => {
+    parts.push(
+      `<line x1="${x(event.t)}" x2="${x(event.t)}" y1="${top}" y2="${top + plotH}" stroke="#999" stroke-dasharray="4 3"/>`,
+      `<text x="${x(event.t) + 3}" y="${top + 12 + (i % 4) * 12}" font-size="10" fill="#666">${escapeXml(event.what)}</text>`,
+    );
+  });
+  options.lines.forEach((line, i) => {
+    const colour = COLOURS[i % COLOURS.length] ?? '#000';
+    const path = line.points
+      .map(([t, v], j) => `${j === 0 ? 'M' : 'L'}${round(x(t), 1)},${round(y(v), 1)}`)
+      .join(' ');
+    if (path !== '') {
+      parts.push(`<path d="${path}" fill="none" stroke="${colour}" stroke-width="1.5"/>`);
+    }
+    const ly = top + 10 + i * 16;
+    parts.push(
+      `<line x1="${left + plotW + 10}" x2="${left + plotW + 30}" y1="${ly}" y2="${ly}" stroke="${colour}" stroke-width="2"/>`,
+      `<text x="${left + plotW + 35}" y="${ly + 4}">${escapeXml(line.name)}</text>`,
+    );
+  });
+  parts.push('</svg>\n');
+  return parts.join('\n');
+}
+
+/** A chart of the soak: its file name's suffix and its SVG. */
+export interface SoakChart {
+  series: string;
+  svg: string;
+}
+
+/** One chart per series the soak samples. */
+export function soakCharts(
+  samples: readonly SoakSample[],
+  events: readonly SoakEvent[],
+  warmupSeconds: number,
+): SoakChart[] {
+  const names = processNames(samples);
+  const perProcess = (pick: (p: ProcessSample) => number | undefined): ChartLine[] =>
+    names
+      .map((name) => ({
+        name,
+        points: samples.flatMap((s) => {
+          const p = s.processes[name];
+          const v = p === undefined ? undefined : pick(p);
+          return v === undefined ? [] : [[s.t, v] as const];
+        }),
+      }))
+      .filter((l) => l.points.length > 0);
+  const one = (name: string, pick: (s: SoakSample) => number | undefined): ChartLine => ({
+    name,
+    points: samples.flatMap((s) => {
+      const v = pick(s);
+      return v === undefined ? [] : [[s.t, v] as const];
+    }),
+  });
+  const queueNames = [...new Set(samples.flatMap((s) => Object.keys(s.queues ?? {})))].sort();
+  const queueLines = (states: readonly (keyof QueueCounts)[]): ChartLine[] =>
+    queueNames.flatMap((q) =>
+      states.map((state) => one(`${q} ${state}`, (s) => s.queues?.[q]?.[state])),
+    );
+  const chart = (series: string, title: string, unit: string, lines: ChartLine[]): SoakChart => ({
+    series,
+    svg: lineChartSvg({ title, unit, lines, events, warmupSeconds }),
+  });
+  return [
+    chart(
+      'rss',
+      'RSS per process',
+      'MiB',
+      perProcess((p) => mib(p.rssBytes)),
+    ),
+    chart(
+      'heap',
+      'V8 heap used per process',
+      'MiB',
+      perProcess((p) => mib(p.heapUsedBytes)),
+    ),
+    chart(
+      'lag',
+      'Event-loop delay p99 per 10 s',
+      'ms',
+      perProcess((p) => p.lagP99Ms),
+    ),
+    chart('redis-memory', 'Redis used_memory', 'MiB', [
+      one('used_memory', (s) => mib(s.redis?.usedMemoryBytes)),
+    ]),
+    chart('redis-keys', 'Redis keys', 'keys', [one('dbsize', (s) => s.redis?.keys)]),
+    chart(
+      'queue-backlog',
+      'BullMQ waiting + prioritized + delayed, active',
+      'jobs',
+      queueLines(['waiting', 'prioritized', 'delayed', 'active']),
+    ),
+    chart(
+      'queue-kept',
+      'BullMQ completed and failed sets',
+      'jobs',
+      queueLines(['completed', 'failed']),
+    ),
+    chart('not-synced', 'Plugins whose last outcome is not synced', 'keys', [
+      one('not synced', (s) => s.notSynced),
+    ]),
+    chart('load', 'Load average (1 min)', 'load', [one('load', (s) => s.load)]),
+  ];
+}
+
+function mib(bytes: number | undefined): number | undefined {
+  return bytes === undefined ? undefined : round(bytes / MIB, 2);
+}

@@ -1,0 +1,208 @@
+/**
+ * One reading of the whole system for the soak: every service's RSS, heap and event-loop delay
+ * (its /metrics), Redis's and the emulator's RSS (/proc), Redis memory and keys, BullMQ's
+ * counts per queue, and how many plugins the registration API reports not `synced`.
+ */
+import os from 'node:os';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import {
+  MAINTENANCE_QUEUE_NAME,
+  NODE_STATUS_QUEUE_NAME,
+  SYNC_QUEUE_NAME,
+  queuePrefix,
+} from '@slicekeeper/contracts';
+import type { System } from '../src/harness';
+import type { ProcessSample, QueueCounts, SoakSample } from './soak-report';
+import { round } from './stats';
+import { redisUsedMemory, rssBytes } from './support';
+
+/** The queues the soak watches, by the name its charts and verdicts use. */
+export const SOAK_QUEUES = {
+  sync: SYNC_QUEUE_NAME,
+  'node-status': NODE_STATUS_QUEUE_NAME,
+  maintenance: MAINTENANCE_QUEUE_NAME,
+} as const;
+
+/** How long any one part of a reading may take before it is left out, ms. */
+const PART_TIMEOUT_MS = 5000;
+
+/** `promise`'s value, or undefined if it fails or takes longer than {@link PART_TIMEOUT_MS}. */
+async function within<T>(promise: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(undefined);
+    }, PART_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([promise.catch(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The value of an unlabelled (or default-labelled) metric in Prometheus' text format. */
+export function metricValue(text: string, name: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) {
+      const value = Number(line.split(' ').at(-1));
+      return Number.isFinite(value) ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** A Node service's memory and event-loop delay from its /metrics. */
+async function serviceSample(url: string): Promise<ProcessSample | undefined> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(PART_TIMEOUT_MS) });
+  if (!response.ok) return undefined;
+  const text = await response.text();
+  const rss = metricValue(text, 'process_resident_memory_bytes');
+  const heap = metricValue(text, 'nodejs_heap_size_used_bytes');
+  const lag = metricValue(text, 'nodejs_eventloop_lag_p99_seconds');
+  return {
+    ...(rss === undefined ? {} : { rssBytes: rss }),
+    ...(heap === undefined ? {} : { heapUsedBytes: heap }),
+    ...(lag === undefined ? {} : { lagP99Ms: round(lag * 1000, 2) }),
+  };
+}
+
+interface PluginPage {
+  items: { sync?: { outcome?: string } }[];
+  next?: string;
+}
+
+/** Reads the soak's system every time `sample()` is called; `close()` drops its connections. */
+export class SoakSampler {
+  private readonly redis: Redis;
+  private readonly queues: Map<string, Queue>;
+  private syncerUrls: string[] = [];
+
+  constructor(
+    private readonly system: System,
+    private readonly watcherMetricsUrl: string,
+    private readonly startedAt: number,
+  ) {
+    // No retries: a reading during Redis's restart leaves Redis's parts out instead of waiting.
+    this.redis = new Redis(system.redis.url, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: false,
+    });
+    this.redis.on('error', () => undefined);
+    const prefix = queuePrefix('sk');
+    this.queues = new Map(
+      Object.entries(SOAK_QUEUES).map(([label, name]) => {
+        const queue = new Queue(name, { connection: this.redis, prefix });
+        // Redis's restart is one of the soak's faults: a reading then leaves the queues out.
+        queue.on('error', () => undefined);
+        return [label, queue];
+      }),
+    );
+  }
+
+  async sample(): Promise<SoakSample> {
+    const t = round((Date.now() - this.startedAt) / 1000, 1);
+    const processes: Record<string, ProcessSample> = {};
+    const services: [string, string][] = [
+      ['registration-api', new URL('/metrics', this.system.apiUrl).href],
+      ['plugin-watcher', this.watcherMetricsUrl],
+      ...(await this.syncerMetricsUrls()).map(
+        (url, i) => [`slice-syncer-${i + 1}`, url] as [string, string],
+      ),
+    ];
+    const readings = await Promise.all(services.map(([, url]) => within(serviceSample(url))));
+    services.forEach(([name], i) => {
+      const reading = readings[i];
+      if (reading !== undefined) processes[name] = reading;
+    });
+    // A syncer that did not answer may have been restarted on another port.
+    if (services.some(([name], i) => name.startsWith('slice-syncer') && !readings[i])) {
+      this.syncerUrls = [];
+    }
+    const rss = (await within(rssBytes())) ?? {};
+    for (const name of ['redis', 'kube-emulator', 'bench']) {
+      const bytes = rss[name];
+      if (bytes !== undefined) processes[name] = { rssBytes: bytes };
+    }
+    processes.bench = {
+      ...processes.bench,
+      heapUsedBytes: process.memoryUsage().heapUsed,
+    };
+    const [redis, queues, plugins] = await Promise.all([
+      within(this.redisReading()),
+      within(this.queueCounts()),
+      within(this.pluginOutcomes()),
+    ]);
+    return {
+      t,
+      load: round(os.loadavg()[0] ?? 0, 2),
+      processes,
+      ...(redis === undefined ? {} : { redis }),
+      ...(queues === undefined ? {} : { queues }),
+      ...(plugins === undefined ? {} : plugins),
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
+    this.redis.disconnect();
+  }
+
+  private async syncerMetricsUrls(): Promise<string[]> {
+    if (this.syncerUrls.length === 0) {
+      this.syncerUrls = (await within(this.system.syncerMetricsUrls())) ?? [];
+    }
+    return this.syncerUrls;
+  }
+
+  private async redisReading(): Promise<{ usedMemoryBytes: number; keys: number }> {
+    return { usedMemoryBytes: await redisUsedMemory(this.redis), keys: await this.redis.dbsize() };
+  }
+
+  private async queueCounts(): Promise<Record<string, QueueCounts>> {
+    const counts: Record<string, QueueCounts> = {};
+    for (const [label, queue] of this.queues) {
+      const c = await queue.getJobCounts(
+        'waiting',
+        'prioritized',
+        'delayed',
+        'active',
+        'completed',
+        'failed',
+      );
+      counts[label] = {
+        waiting: c.waiting ?? 0,
+        prioritized: c.prioritized ?? 0,
+        delayed: c.delayed ?? 0,
+        active: c.active ?? 0,
+        completed: c.completed ?? 0,
+        failed: c.failed ?? 0,
+      };
+    }
+    return counts;
+  }
+
+  /** Registered plugins and those whose last sync outcome is not `synced`, from the API's list. */
+  async pluginOutcomes(): Promise<{ plugins: number; notSynced: number }> {
+    let plugins = 0;
+    let notSynced = 0;
+    let after: string | undefined;
+    do {
+      const url = new URL('/v1/plugins', this.system.apiUrl);
+      url.searchParams.set('limit', '500');
+      if (after !== undefined) url.searchParams.set('after', after);
+      const response = await fetch(url, {
+        headers: { authorization: `Bearer ${this.system.tokens.admin}` },
+        signal: AbortSignal.timeout(PART_TIMEOUT_MS),
+      });
+      if (!response.ok) throw new Error(`GET /v1/plugins: ${response.status}`);
+      const page = (await response.json()) as PluginPage;
+      plugins += page.items.length;
+      notSynced += page.items.filter((p) => p.sync?.outcome !== 'synced').length;
+      after = page.next;
+    } while (after !== undefined);
+    return { plugins, notSynced };
+  }
+}
