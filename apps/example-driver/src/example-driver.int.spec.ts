@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { credentials } from '@grpc/grpc-js';
-import type { DriverInventory } from '@slicekeeper/contracts';
+import { RESOURCE_PUBLISHER_VERSION } from '@slicekeeper/contracts';
+import type { DriverInventory, Registration } from '@slicekeeper/contracts';
 import { publishStatusRequest, publisher, toDriverInventory } from '@slicekeeper/proto';
 import { waitFor } from '@slicekeeper/testing';
 import { loadInventoryFile } from './inventory-file';
@@ -26,7 +27,18 @@ describe('example-driver process', () => {
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       requests.push(`${req.method ?? ''} ${req.url ?? ''} ${body}`.trim());
-      res.writeHead(req.method === 'POST' ? 201 : 204).end();
+      if (req.method !== 'POST') {
+        res.writeHead(204).end();
+        return;
+      }
+      // The registration as the API stores and answers it.
+      const registration: Registration = {
+        ...(JSON.parse(body) as { node: string; driver: string; endpoint: string }),
+        version: RESOURCE_PUBLISHER_VERSION,
+        registeredAt: new Date().toISOString(),
+        sequence: requests.length,
+      };
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(registration));
     });
   });
   const children: ChildProcess[] = [];
