@@ -255,6 +255,62 @@ describe('DriverServer', () => {
     }
   });
 
+  it('discovery mode: serves Registration and ResourcePublisher on <driver>.sock in the registration directory, and removes it on close', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sk-registry-'));
+    try {
+      const registry = join(dir, 'plugins_registry');
+      const server = new DriverServer({
+        driverName: 'gpu.example.com',
+        registrationDirectory: registry,
+        inventory: gpus(2),
+      });
+      servers.push(server);
+      const endpoint = await server.start();
+      expect(endpoint).toBe(`unix://${registry}/gpu.example.com.sock`);
+      const client = new registration.RegistrationClient(endpoint, credentials.createInsecure());
+      const info = await new Promise<registration.PluginInfo>((resolve, reject) => {
+        client.getInfo({}, (error, response) => {
+          if (error === null) resolve(response);
+          else reject(error);
+        });
+      });
+      client.close();
+      // An empty endpoint: the registration socket serves the resource service too (kubelet).
+      expect(info).toEqual({
+        type: 'DRAPlugin',
+        name: 'gpu.example.com',
+        endpoint: '',
+        supportedVersions: ['v1.ResourcePublisher'],
+      });
+      const seen = open(endpoint, 'n');
+      await waitFor(() => seen.inventories.length === 1);
+      await server.close();
+      await expect(stat(join(registry, 'gpu.example.com.sock'))).rejects.toThrow(/ENOENT/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    {
+      name: 'both',
+      options: { endpoint: '127.0.0.1:0', registrationDirectory: '/run/registry' },
+      error: 'DriverServer: endpoint and registrationDirectory: set one, not both',
+    },
+    {
+      name: 'neither',
+      options: {},
+      error: 'DriverServer: endpoint or registrationDirectory: one is required',
+    },
+    {
+      name: 'relative-directory',
+      options: { registrationDirectory: 'registry' },
+      error: 'DriverServer: registrationDirectory "registry": must be an absolute path',
+    },
+  ])('refuses where to listen: $name', ({ options, error }) => {
+    expect(() => new DriverServer({ driverName: 'gpu.example.com', ...options })).toThrow(error);
+  });
+
   it('streams the health the driver reports for each device', async () => {
     const inventory: DriverInventory = {
       pools: [

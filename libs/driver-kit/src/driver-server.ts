@@ -1,4 +1,5 @@
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import { DRA_PLUGIN_TYPE, SUPPORTED_PUBLISHER_VERSIONS } from '@slicekeeper/contracts';
@@ -19,9 +20,18 @@ export interface DriverServerOptions {
   driverName: string;
   /**
    * Where to listen: `unix:///absolute/path.sock` (a stale socket file is replaced) or
-   * `host:port`, port 0 picking a free one.
+   * `host:port`, port 0 picking a free one. Exactly one of `endpoint` and
+   * `registrationDirectory`.
    */
-  endpoint: string;
+  endpoint?: string;
+  /**
+   * Discovery mode: serve on `<registrationDirectory>/<driverName>.sock` (the directory is
+   * created when missing) and nothing else. The node-mode plugin-watcher, or kubelet when this
+   * is its `plugins_registry`, finds the socket, asks GetInfo, registers the driver with its own
+   * identity and tells it the outcome (`registrationStatus`); when the socket goes (`close`),
+   * the plugin is deregistered. The driver needs no token and makes no registration call.
+   */
+  registrationDirectory?: string;
   /** ResourcePublisher versions GetInfo reports. @defaultValue `['v1.ResourcePublisher']` */
   supportedVersions?: readonly string[];
   /**
@@ -82,8 +92,12 @@ export class DriverServer {
   private latestFeedback: PublishFeedback | undefined;
   private closing: Promise<void> | undefined;
 
+  private readonly listenEndpoint: string;
+
+  /** Throws when `endpoint` and `registrationDirectory` are both set, or neither. */
   constructor(options: DriverServerOptions) {
     this.options = options;
+    this.listenEndpoint = listenEndpointOf(options);
     if (options.inventory !== undefined) this.fallback = fromDriverInventory(options.inventory);
     this.server.addService(registration.RegistrationService, {
       getInfo: (
@@ -132,7 +146,10 @@ export class DriverServer {
 
   /** Listens; resolves with the endpoint to register (`unix:///…` or `host:port`). */
   async start(): Promise<string> {
-    const listen = listenAddress(this.options.endpoint);
+    const listen = listenAddress(this.listenEndpoint);
+    if (this.options.registrationDirectory !== undefined) {
+      await mkdir(this.options.registrationDirectory, { recursive: true });
+    }
     if (listen.kind === 'unix') await rm(listen.path, { force: true });
     const target =
       listen.kind === 'unix' ? `unix://${listen.path}` : `${listen.host}:${listen.port}`;
@@ -148,7 +165,7 @@ export class DriverServer {
         : listen.kind === 'tcp'
           ? listen.host
           : '';
-    this.boundEndpoint = listen.kind === 'unix' ? this.options.endpoint : `${host}:${port}`;
+    this.boundEndpoint = listen.kind === 'unix' ? this.listenEndpoint : `${host}:${port}`;
     this.options.logger?.info({ endpoint: this.boundEndpoint }, 'serving');
     return this.boundEndpoint;
   }
@@ -223,7 +240,7 @@ export class DriverServer {
     this.closing ??= (async () => {
       this.streams.clear();
       this.server.forceShutdown();
-      const listen = listenAddress(this.options.endpoint);
+      const listen = listenAddress(this.listenEndpoint);
       if (listen.kind === 'unix') await rm(listen.path, { force: true });
     })();
     return this.closing;
@@ -288,6 +305,29 @@ export class DriverServer {
     this.streams.delete(stream);
     stream.call.emit('error', { code, details });
   }
+}
+
+/**
+ * The endpoint a server listens on: its `endpoint`, or its socket in the registration directory
+ * (`<driverName>.sock`, kubelet's convention of one socket per driver in `plugins_registry`).
+ */
+function listenEndpointOf(options: DriverServerOptions): string {
+  const { endpoint, registrationDirectory } = options;
+  if (endpoint !== undefined && registrationDirectory !== undefined) {
+    throw new Error('DriverServer: endpoint and registrationDirectory: set one, not both');
+  }
+  if (registrationDirectory !== undefined) {
+    if (!registrationDirectory.startsWith('/')) {
+      throw new Error(
+        `DriverServer: registrationDirectory "${registrationDirectory}": must be an absolute path`,
+      );
+    }
+    return `unix://${join(registrationDirectory, `${options.driverName}.sock`)}`;
+  }
+  if (endpoint === undefined) {
+    throw new Error('DriverServer: endpoint or registrationDirectory: one is required');
+  }
+  return endpoint;
 }
 
 /** A plugin endpoint to listen on: as `parseEndpoint` accepts, plus port 0 (any free port). */
