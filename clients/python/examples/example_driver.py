@@ -16,8 +16,12 @@ generated GPUs. SIGTERM (or Ctrl-C) deregisters and stops. Logs are JSON lines o
         --node node-a --profile nic --endpoint unix:///run/slicekeeper/gpu.example.com.sock \\
         --registration-api-url http://127.0.0.1:8080 --token-file /etc/slicekeeper/token
 
+With --registration-dir (REGISTRATION_DIR) it serves on <driver>.sock in that directory instead
+and registers nothing itself: the node-mode plugin-watcher discovers the socket, registers it with
+its own identity, and deregisters it when the socket goes (discovery mode; no token needed).
+
 Every option can be given in the environment instead (NODE_NAME, DRIVER_NAME, ENDPOINT,
-REGISTRATION_API_URL, REGISTRATION_TOKEN_FILE, PROFILE, GPUS, GPUS_FILE).
+REGISTRATION_DIR, REGISTRATION_API_URL, REGISTRATION_TOKEN_FILE, PROFILE, GPUS, GPUS_FILE).
 """
 
 import argparse
@@ -51,6 +55,7 @@ from slicekeeper_driver import (  # noqa: E402
     PublishFeedback,
     RegistrationClient,
     RegistrationError,
+    RegistrationStatus,
     Slice,
     Version,
 )
@@ -225,6 +230,15 @@ class JsonLines(logging.Formatter):
         return json.dumps(entry)
 
 
+def on_registration_status(status: RegistrationStatus) -> None:
+    """What the plugin-watcher (or kubelet) said after registering the socket it found."""
+    fields = {"registered": status.plugin_registered, "error": status.error}
+    if status.plugin_registered:
+        log.info("registration status", extra={"fields": fields})
+    else:
+        log.warning("registration status", extra={"fields": fields})
+
+
 def env_or(name: str, default=None):
     return os.environ.get(name) or default
 
@@ -235,6 +249,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--node", default=os.environ.get("NODE_NAME"), required="NODE_NAME" not in os.environ)
     parser.add_argument("--driver", default=env_or("DRIVER_NAME", "gpu.example.com"))
     parser.add_argument("--endpoint", default=env_or("ENDPOINT", "unix:///tmp/slicekeeper/gpu.example.com.sock"))
+    parser.add_argument(
+        "--registration-dir",
+        default=env_or("REGISTRATION_DIR"),
+        help="discovery mode: serve <driver>.sock here, registered by the node-mode plugin-watcher",
+    )
     parser.add_argument("--registration-api-url", default=env_or("REGISTRATION_API_URL"), help="unset: no registration")
     parser.add_argument("--token-file", default=env_or("REGISTRATION_TOKEN_FILE"), help="bearer token for the API")
     parser.add_argument("--profile", default=env_or("PROFILE", "gpu"), choices=PROFILES, help="the devices to publish")
@@ -243,7 +262,10 @@ def parse_args() -> argparse.Namespace:
         "--gpus", type=int, default=None if gpus is None else int(gpus), help="N GPUs instead of a profile"
     )
     parser.add_argument("--gpus-file", default=env_or("GPUS_FILE"), help="holds the GPU count; re-read on SIGHUP")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.registration_dir is not None and args.registration_api_url is not None:
+        parser.error("--registration-dir and --registration-api-url: discovery registers the driver; set one")
+    return args
 
 
 def inventory(args: argparse.Namespace) -> tuple:
@@ -267,10 +289,19 @@ def main() -> int:
     signals = {signal.SIGHUP, signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
 
-    if args.endpoint.startswith("unix://"):
-        os.makedirs(os.path.dirname(args.endpoint[len("unix://"):]), exist_ok=True)
     first, _ = inventory(args)
-    server = DriverServer(args.driver, args.endpoint, inventory=first, on_feedback=on_feedback)
+    if args.registration_dir is not None:
+        server = DriverServer(
+            args.driver,
+            registration_directory=args.registration_dir,
+            inventory=first,
+            on_feedback=on_feedback,
+            on_registration_status=on_registration_status,
+        )
+    else:
+        if args.endpoint.startswith("unix://"):
+            os.makedirs(os.path.dirname(args.endpoint[len("unix://"):]), exist_ok=True)
+        server = DriverServer(args.driver, args.endpoint, inventory=first, on_feedback=on_feedback)
     plugin = PluginIdentity(node=args.node, driver=args.driver, endpoint=server.start())
     registration = None
     if args.registration_api_url is not None:

@@ -62,8 +62,9 @@ class DriverServer:
     def __init__(
         self,
         driver_name: str,
-        endpoint: str,
+        endpoint: Optional[str] = None,
         *,
+        registration_directory: Optional[str] = None,
         inventory: Optional[Inventory] = None,
         supported_versions: Sequence[str] = SUPPORTED_VERSIONS,
         on_feedback: Optional[FeedbackHandler] = None,
@@ -78,6 +79,14 @@ class DriverServer:
             driver_name: The DRA driver name GetInfo reports, e.g. ``gpu.example.com``.
             endpoint: Where to listen: ``unix:///absolute/path.sock`` (a stale socket is
                 replaced; the directory must exist) or ``host:port``, port 0 picking a free one.
+                Exactly one of ``endpoint`` and ``registration_directory``.
+            registration_directory: Discovery mode: serve on
+                ``<registration_directory>/<driver_name>.sock`` (the directory is created when
+                missing) and nothing else. The node-mode plugin-watcher (or kubelet, when this
+                is its ``plugins_registry``) finds the socket, asks GetInfo, registers the driver
+                with its own identity and tells it the outcome (``on_registration_status``);
+                when the socket goes (:meth:`stop`) the plugin is deregistered. The driver needs
+                no token and makes no registration call.
             inventory: The inventory to serve from the start; streams wait for :meth:`publish`
                 when ``None``.
             supported_versions: ResourcePublisher versions GetInfo reports.
@@ -98,6 +107,8 @@ class DriverServer:
         name_problem = driver_name_problem(driver_name)
         if name_problem is not None:
             problems.append(FieldProblem("driver_name", name_problem))
+        self._registration_directory = registration_directory
+        endpoint = _listen_endpoint(driver_name, endpoint, registration_directory, problems)
         self._listen = _parse_endpoint(endpoint, problems)
         if inventory is not None:
             problems += validate_inventory(inventory)
@@ -142,6 +153,8 @@ class DriverServer:
             if self._bound is not None:
                 return self._bound
             kind, where = self._listen
+            if self._registration_directory is not None:
+                os.makedirs(self._registration_directory, exist_ok=True)
             if kind == "unix":
                 _remove_stale_socket(where)
             target = f"unix://{where}" if kind == "unix" else where
@@ -395,6 +408,29 @@ class _Publisher(pb_grpc.ResourcePublisherServicer):
     ) -> pb.NotifyPublishStatusResponse:
         self._server._notify_publish_status(request, context)
         return pb.NotifyPublishStatusResponse()
+
+
+def _listen_endpoint(
+    driver_name: str,
+    endpoint: Optional[str],
+    registration_directory: Optional[str],
+    problems: List[FieldProblem],
+) -> str:
+    """The endpoint to listen on: ``endpoint``, or the driver's socket in the registration
+    directory (``<driver_name>.sock``, kubelet's one socket per driver in ``plugins_registry``).
+    Appends to ``problems`` unless exactly one is given."""
+    if endpoint is not None and registration_directory is not None:
+        problems.append(FieldProblem("endpoint", "set endpoint or registration_directory, not both"))
+        return endpoint
+    if registration_directory is not None:
+        if not isinstance(registration_directory, str) or not registration_directory.startswith("/"):
+            problems.append(FieldProblem("registration_directory", f"must be an absolute path (is {registration_directory!r})"))
+            return "unix:///"
+        return f"unix://{os.path.join(registration_directory, f'{driver_name}.sock')}"
+    if endpoint is None:
+        problems.append(FieldProblem("endpoint", "required unless registration_directory is set"))
+        return "unix:///"
+    return endpoint
 
 
 def _parse_endpoint(endpoint: str, problems: List[FieldProblem]) -> Tuple[str, str]:

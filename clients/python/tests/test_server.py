@@ -14,6 +14,7 @@ from slicekeeper_driver import (
     DeviceHealth,
     DriverServer,
     HealthStatus,
+    InvalidInventoryError,
     Inventory,
     Pool,
     PublishFeedback,
@@ -150,6 +151,44 @@ class DriverServerTest(unittest.TestCase):
         server.stop()
         self.assertFalse(os.path.exists(path))
         os.rmdir(directory)
+
+    def test_discovery_mode_serves_on_the_driver_socket_in_the_registration_directory(self) -> None:
+        directory = tempfile.mkdtemp(prefix="sk-python-registry-")
+        registry = os.path.join(directory, "plugins_registry")
+        told: List[RegistrationStatus] = []
+        server = DriverServer(
+            "gpu.example.com", registration_directory=registry, inventory=gpus(2), on_registration_status=told.append
+        )
+        self.addCleanup(server.stop)
+        path = os.path.join(registry, "gpu.example.com.sock")
+        self.assertEqual(server.start(), f"unix://{path}")
+        channel = grpc.insecure_channel(f"unix://{path}")
+        self.addCleanup(channel.close)
+        registration = api_pb2_grpc.RegistrationStub(channel)
+        # An empty endpoint: the registration socket serves the resource service too (kubelet).
+        self.assertEqual(registration.GetInfo(api_pb2.InfoRequest(), timeout=TIMEOUT).endpoint, "")
+        registration.NotifyRegistrationStatus(api_pb2.RegistrationStatus(plugin_registered=True), timeout=TIMEOUT)
+        self.assertEqual(told, [RegistrationStatus(True, "")])
+        call = pb_grpc.ResourcePublisherStub(channel).WatchResources(
+            pb.WatchResourcesRequest(node_name="node-a"), timeout=TIMEOUT
+        )
+        self.addCleanup(call.cancel)
+        self.assertEqual(len(names(next(call))), 2)
+        server.stop()
+        self.assertFalse(os.path.exists(path))
+        os.rmdir(registry)
+        os.rmdir(directory)
+
+    def test_refuses_where_to_listen_unless_exactly_one_is_given(self) -> None:
+        cases = [
+            ("both", {"endpoint": "127.0.0.1:0", "registration_directory": "/run/registry"}, "not both"),
+            ("neither", {}, "endpoint: required unless registration_directory is set"),
+            ("relative-directory", {"registration_directory": "registry"}, "registration_directory: must be an absolute path"),
+        ]
+        for name, options, problem in cases:
+            with self.subTest(name):
+                with self.assertRaisesRegex(InvalidInventoryError, problem):
+                    DriverServer("gpu.example.com", **options)
 
     def test_refuses_to_replace_a_file_that_is_no_socket(self) -> None:
         with tempfile.NamedTemporaryFile() as file:
