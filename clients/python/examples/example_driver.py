@@ -55,7 +55,6 @@ from slicekeeper_driver import (  # noqa: E402
     PublishFeedback,
     RegistrationClient,
     RegistrationError,
-    RegistrationStatus,
     Slice,
     Version,
 )
@@ -230,15 +229,6 @@ class JsonLines(logging.Formatter):
         return json.dumps(entry)
 
 
-def on_registration_status(status: RegistrationStatus) -> None:
-    """What the plugin-watcher (or kubelet) said after registering the socket it found."""
-    fields = {"registered": status.plugin_registered, "error": status.error}
-    if status.plugin_registered:
-        log.info("registration status", extra={"fields": fields})
-    else:
-        log.warning("registration status", extra={"fields": fields})
-
-
 def env_or(name: str, default=None):
     return os.environ.get(name) or default
 
@@ -296,7 +286,6 @@ def main() -> int:
             registration_directory=args.registration_dir,
             inventory=first,
             on_feedback=on_feedback,
-            on_registration_status=on_registration_status,
         )
     else:
         if args.endpoint.startswith("unix://"):
