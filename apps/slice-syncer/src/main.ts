@@ -140,6 +140,7 @@ void runService({
       events: new KeyEventReporter({
         recorder: events,
         nodeUid: (node) => cluster.nodeUid(node),
+        sliceOf: (key) => cluster.slicesOf(key)[0]?.metadata,
       }),
     });
     const maintenance = new Maintenance({

@@ -144,6 +144,7 @@ describe('fields the API server drops (gates off): reconciler, Redis, kube emula
       events: new KeyEventReporter({
         recorder: { record: (occurrence) => events.push(occurrence) },
         nodeUid: (node) => cluster.nodeUid(node),
+        sliceOf: (of) => cluster.slicesOf(of)[0]?.metadata,
       }),
     });
     for (const slice of cluster.slicesOf(key)) await api.deleteSlice(slice.metadata);

@@ -246,11 +246,12 @@ describe('keyEvents', () => {
 });
 
 describe('KeyEventReporter', () => {
-  function reporter(nodeUid: string | undefined) {
+  function reporter(nodeUid: string | undefined, slice?: { name: string; uid: string }) {
     const recorded: EventOccurrence[] = [];
     const events = new KeyEventReporter({
       recorder: { record: (occurrence) => recorded.push(occurrence) },
       nodeUid: () => nodeUid,
+      sliceOf: () => slice,
     });
     return { events, recorded };
   }
@@ -273,13 +274,46 @@ describe('KeyEventReporter', () => {
     expect(recorded[0]?.regarding.uid).toBe('node-a');
   });
 
-  it('has nothing to tell about a cluster-scoped pool', () => {
+  const cluster = { node: '', driver: 'nic.example.com' };
+
+  it('makes the Events of a cluster-scoped key about its ResourceSlice, by its UID', () => {
+    const { events, recorded } = reporter('9f1c', { name: '0-nic.example.com-x7k2p', uid: 'a1b2' });
+    events.report({ key: cluster, ...base, previous: synced, status: invalid });
+    expect(recorded).toEqual([
+      expect.objectContaining({
+        regarding: {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'ResourceSlice',
+          name: '0-nic.example.com-x7k2p',
+          uid: 'a1b2',
+        },
+        reason: 'InvalidInventory',
+      }),
+    ]);
+  });
+
+  it("names a cluster-scoped key's slice from its status when the cache has none any more", () => {
+    const { events, recorded } = reporter(undefined);
+    events.report({
+      key: cluster,
+      ...base,
+      previous: { ...synced, slices: ['0-nic.example.com-x7k2p'] },
+      status: status('withdrawn'),
+    });
+    expect(recorded[0]?.regarding).toMatchObject({
+      kind: 'ResourceSlice',
+      name: '0-nic.example.com-x7k2p',
+      uid: '0-nic.example.com-x7k2p',
+    });
+  });
+
+  it('has nothing to tell about a cluster-scoped key that never had a slice', () => {
     const { events, recorded } = reporter('9f1c');
     events.report({
-      key: { node: '', driver: 'nic.example.com' },
+      key: cluster,
       ...base,
-      previous: synced,
-      status: invalid,
+      previous: { ...synced, slices: [] },
+      status: { ...invalid, slices: [] },
     });
     expect(recorded).toEqual([]);
   });

@@ -1,6 +1,10 @@
 import type { SliceKey, StreamState, SyncOutcome, SyncStatus } from '@slicekeeper/contracts';
 import type { EventOccurrence } from '@slicekeeper/kube';
-import { TAINT_CONDITIONS } from '@slicekeeper/slices';
+import {
+  RESOURCE_SLICE_API_VERSION,
+  RESOURCE_SLICE_KIND,
+  TAINT_CONDITIONS,
+} from '@slicekeeper/slices';
 
 /** What a recorded sync status tells a user looking at the Node (`kubectl describe node`). */
 export const keyEventReasons = [
@@ -21,7 +25,7 @@ export const keyEventReasons = [
 ] as const;
 export type KeyEventReason = (typeof keyEventReasons)[number];
 
-/** One Event of a key, about its Node. */
+/** One Event of a key, about its Node (or, cluster-scoped, one of its ResourceSlices). */
 export interface KeyEvent {
   type: 'Normal' | 'Warning';
   reason: KeyEventReason;
@@ -139,19 +143,6 @@ export function keyEvents(input: KeyEventInput): KeyEvent[] {
   return events;
 }
 
-/** An Event of a key as the recorder takes it: about the key's Node. */
-export function nodeEventOccurrence(
-  key: SliceKey,
-  nodeUid: string | undefined,
-  event: KeyEvent,
-): EventOccurrence {
-  return {
-    // Without the Node's UID, its name, as the kubelet does; `kubectl describe node` finds both.
-    regarding: { apiVersion: 'v1', kind: 'Node', name: key.node, uid: nodeUid ?? key.node },
-    ...event,
-  };
-}
-
 function invalidNote(status: SyncStatus): string {
   const problems = status.problems ?? [];
   if (problems.length === 0) return status.error ?? 'no reason recorded';
@@ -191,21 +182,48 @@ export interface KeyEventReporterOptions {
   recorder: { record(occurrence: EventOccurrence): void };
   /** The UID of a Node, from the watch-fed cache; undefined when not known. */
   nodeUid: (node: string) => string | undefined;
+  /**
+   * A ResourceSlice of a cluster-scoped key (the first by name), from the watch-fed cache;
+   * undefined when the key has none.
+   */
+  sliceOf: (key: SliceKey) => { name: string; uid: string } | undefined;
 }
 
 /**
- * Tells recorded sync statuses as Events about the key's Node, for `kubectl describe node`.
- * A cluster-scoped pool (no node) has no object to be about and gets none.
+ * Tells recorded sync statuses as Events: about the key's Node for a node-local key
+ * (`kubectl describe node`); about one of its ResourceSlices for a cluster-scoped key, which has
+ * no Node (`kubectl describe resourceslice`, Events in `default`). A cluster-scoped key without
+ * a slice, now or at its previous sync (an inventory refused from the start), has no object to
+ * be about and gets none; its status and the driver's feedback still say it all.
  */
 export class KeyEventReporter {
   constructor(private readonly options: KeyEventReporterOptions) {}
 
   report(input: KeyEventInput): void {
-    if (input.key.node === '') return;
-    for (const event of keyEvents(input)) {
-      this.options.recorder.record(
-        nodeEventOccurrence(input.key, this.options.nodeUid(input.key.node), event),
-      );
+    const regarding = this.regarding(input);
+    if (regarding === undefined) return;
+    for (const event of keyEvents(input)) this.options.recorder.record({ regarding, ...event });
+  }
+
+  private regarding(input: KeyEventInput): EventOccurrence['regarding'] | undefined {
+    const { key } = input;
+    if (key.node !== '') {
+      // Without the Node's UID, its name, as the kubelet does; `kubectl describe node` finds both.
+      return {
+        apiVersion: 'v1',
+        kind: 'Node',
+        name: key.node,
+        uid: this.options.nodeUid(key.node) ?? key.node,
+      };
     }
+    const slice = this.options.sliceOf(key);
+    const name = slice?.name ?? input.status.slices[0] ?? input.previous?.slices[0];
+    if (name === undefined) return undefined;
+    return {
+      apiVersion: RESOURCE_SLICE_API_VERSION,
+      kind: RESOURCE_SLICE_KIND,
+      name,
+      uid: slice?.uid ?? name,
+    };
   }
 }

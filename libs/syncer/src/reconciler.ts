@@ -81,7 +81,7 @@ export interface ReconcilerOptions {
   layoutRules?: () => LayoutRules;
   /** What a driver's unhealthy and unknown devices get. @defaultValue `() => 'NoSchedule'` */
   healthTaints?: (driver: string) => HealthTaintPolicy;
-  /** Told of every recorded status, for the Events about the key's Node (`KeyEventReporter`). */
+  /** Told of every recorded status, for the Events about the key's Node (`KeyEventReporter`; a cluster-scoped key's about one of its ResourceSlices). */
   events?: { report(input: KeyEventInput): void };
 }
 
