@@ -20,7 +20,7 @@ interface EnvVar {
   };
 }
 interface Probe {
-  httpGet?: { path: string; port: string | number };
+  httpGet?: { path: string; port: string | number; scheme?: string };
   exec?: { command: string[] };
 }
 interface Container {
@@ -442,7 +442,9 @@ describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays
     }
   });
 
-  it('gives each workload its own ServiceAccount; only the slice-syncer gets a token and a role', () => {
+  it('gives each workload its own ServiceAccount; only the slice-syncer and the registration API get a token and a role', () => {
+    // The registration API's token is for TokenReview and SubjectAccessReview only.
+    const withToken = new Set(['slice-syncer', 'registration-api']);
     const accounts = workloads.map((w) => w.spec.template.spec.serviceAccountName);
     expect(new Set(accounts).size).toBe(workloads.length);
     for (const workload of workloads) {
@@ -459,16 +461,24 @@ describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays
         token: pod.automountServiceAccountToken,
       }).toEqual({
         workload: workload.metadata.name,
-        token: workload.metadata.name === 'slice-syncer',
+        token: withToken.has(workload.metadata.name),
       });
     }
     const bindings = objects.filter(
       (o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding',
     );
-    const syncer = { kind: 'ServiceAccount', name: 'slice-syncer', namespace: 'slicekeeper' };
-    expect(bindings.flatMap((b) => b['subjects'] as { kind: string; name: string }[])).toEqual([
-      syncer,
-      syncer,
+    const bound = bindings.flatMap((b) =>
+      (b['subjects'] as { kind: string; name: string; namespace: string }[]).map(
+        (s) => `${s.kind} ${s.namespace}/${s.name} -> ${(b['roleRef'] as { name: string }).name}`,
+      ),
+    );
+    // A node-mode watcher registers what it discovers: it may be bound to the registrar role,
+    // and to nothing else.
+    const watcher = 'ServiceAccount slicekeeper/plugin-watcher -> slicekeeper-plugin-registrar';
+    expect(bound.filter((b) => b !== watcher).sort()).toEqual([
+      'ServiceAccount slicekeeper/registration-api -> slicekeeper-registration-api',
+      'ServiceAccount slicekeeper/slice-syncer -> slicekeeper-slice-syncer',
+      `ServiceAccount slicekeeper/slice-syncer -> ${EVENTS_ROLE}`,
     ]);
     // The only namespaced role: writing Events about Nodes, where they go.
     expect(
@@ -505,13 +515,58 @@ describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays
     expect(container?.volumeMounts).toContainEqual({ name: claim, mountPath: '/data' });
   });
 
-  it('mounts the registration-api token file from a Secret', () => {
-    const api = apps.find(({ app }) => app === 'registration-api');
-    const tokenFile =
-      environmentOf(api?.container ?? { name: '', image: '' }, objects)['TOKEN_FILE'] ?? '';
-    const mount = api?.container.volumeMounts?.find((m) => tokenFile.startsWith(`${m.mountPath}/`));
-    const volume = api?.workload.spec.template.spec.volumes?.find((v) => v.name === mount?.name);
-    expect(volume?.secret?.secretName).toBe('registration-api-tokens');
+  it(
+    overlay === 'dev'
+      ? 'accepts static tokens from a Secret and Kubernetes identities, over plain HTTP'
+      : 'accepts Kubernetes identities only, over HTTPS with the certificate from a Secret',
+    () => {
+      const api = apps.find(({ app }) => app === 'registration-api');
+      const container = api?.container ?? { name: '', image: '' };
+      const config = loadAppConfig('registration-api', environmentOf(container, objects));
+      const secretMountedAt = (file: unknown) => {
+        const mount = container.volumeMounts?.find((m) =>
+          String(file).startsWith(`${m.mountPath}/`),
+        );
+        return api?.workload.spec.template.spec.volumes?.find((v) => v.name === mount?.name)?.secret
+          ?.secretName;
+      };
+      const schemes = [container.livenessProbe, container.readinessProbe].map(
+        (probe) => probe?.httpGet?.scheme ?? 'HTTP',
+      );
+      if (overlay === 'dev') {
+        expect(config).toMatchObject({ AUTH_MODE: 'both', TOKEN_AUDIENCE: ['slicekeeper'] });
+        expect(secretMountedAt(config['TOKEN_FILE'])).toBe('registration-api-tokens');
+        expect(config['TLS_CERT_FILE']).toBeUndefined();
+        expect(schemes).toEqual(['HTTP', 'HTTP']);
+      } else {
+        expect(config).toMatchObject({ AUTH_MODE: 'kubernetes', TOKEN_AUDIENCE: ['slicekeeper'] });
+        expect(config['TOKEN_FILE']).toBeUndefined();
+        expect(secretMountedAt(config['TLS_CERT_FILE'])).toBe('registration-api-tls');
+        expect(secretMountedAt(config['TLS_KEY_FILE'])).toBe('registration-api-tls');
+        expect(schemes).toEqual(['HTTPS', 'HTTPS']);
+        expect(
+          api?.workload.spec.template.spec.volumes?.some(
+            (v) => v.secret?.secretName === 'registration-api-tokens',
+          ),
+        ).toBe(false);
+      }
+    },
+  );
+
+  it('lets the registration API reach the Kubernetes API (TokenReview, SubjectAccessReview)', () => {
+    const policies = objects.filter((o): o is NetworkPolicy => o.kind === 'NetworkPolicy');
+    const api = workloads.find((w) => w.metadata.name === 'registration-api');
+    const labels = api?.spec.template.metadata.labels ?? {};
+    const ports = policies
+      .filter(
+        (p) =>
+          p.spec.policyTypes.includes('Egress') &&
+          matches(p.spec.podSelector, labels) &&
+          (p.spec.egress ?? []).some((rule) => rule.to === undefined),
+      )
+      .flatMap((p) => (p.spec.egress ?? []).flatMap((rule) => rule.ports ?? []))
+      .map((port) => port.port);
+    expect(ports).toEqual(expect.arrayContaining([443, 6443]));
   });
 
   it('lets every app reach Redis and nothing else in, after denying all by default', () => {
@@ -537,6 +592,34 @@ describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays
       });
     }
     expect(allowed(policies, { app: 'intruder' }, redisLabels, 6379).ingress).toBe(false);
+  });
+});
+
+describe('k8s/overlays/prod-cert-manager', () => {
+  it('has cert-manager write the Secret the API serves from, for the names its Service answers to', async () => {
+    const objects = await renderKustomization(join(repoRoot, 'k8s/overlays/prod-cert-manager'));
+    const certificates = objects.filter((o) => o.kind === 'Certificate');
+    // Everything else is what prod renders, and validates as there.
+    const problems = objects
+      .filter((o) => o.kind !== 'Certificate')
+      .flatMap((o) => validateKubeObject(o).map((p) => `${describeObject(o)}: ${p}`));
+    expect(problems).toEqual([]);
+    expect(certificates.map((c) => [c.apiVersion, c.metadata.namespace])).toEqual([
+      ['cert-manager.io/v1', 'slicekeeper'],
+    ]);
+    const spec = certificates[0]?.['spec'] as { secretName: string; dnsNames: string[] };
+    const api = objects.find(
+      (o): o is Workload => o.kind === 'Deployment' && o.metadata.name === 'registration-api',
+    );
+    expect(
+      api?.spec.template.spec.volumes?.map((v) => v.secret?.secretName).filter(Boolean),
+    ).toContain(spec.secretName);
+    expect(spec.dnsNames).toEqual(
+      expect.arrayContaining([
+        'registration-api.slicekeeper.svc',
+        'registration-api.slicekeeper.svc.cluster.local',
+      ]),
+    );
   });
 });
 
