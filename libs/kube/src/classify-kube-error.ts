@@ -137,6 +137,21 @@ export function responseStatusOf(error: unknown): number | undefined {
   return httpFailureOf(error)?.status;
 }
 
+/**
+ * The field problems of the API server's refusal behind `error` (a 422's Status causes, each
+ * with its field path and message), as classified by {@link classifyKubeError}: what a user
+ * must fix, named as the server names it. Empty when the server gave none.
+ */
+export function kubeFieldCauses(error: unknown): { field: string; message: string }[] {
+  const cause = error instanceof SlicekeeperError ? error.cause : error;
+  const failure = httpFailureOf(cause);
+  if (failure === undefined) return [];
+  return (parseStatus(failure.body)?.causes ?? []).map((c) => ({
+    field: c.field ?? '',
+    message: c.message ?? '',
+  }));
+}
+
 /** The fields of a meta/v1 Status we use. */
 interface KubeStatus {
   message: string | undefined;

@@ -2,6 +2,7 @@ export {
   classifyKubeError,
   kubeErrorCode,
   kubeErrorCodes,
+  kubeFieldCauses,
   parseRetryAfter,
 } from './classify-kube-error';
 export type { ClassifyKubeErrorOptions, KubeErrorCode } from './classify-kube-error';

@@ -174,6 +174,12 @@ describe('every device field of 2026, gates on: reconciler, Redis, kube emulator
     const { status } = await reconciler.reconcile(key, context);
     expect(status?.outcome).toBe('invalid');
     expect(status?.error).toContain('spec.devices[0].nodeAllocatableResources[cpu]');
+    expect(status?.problems).toEqual([
+      {
+        field: 'spec.devices[0].nodeAllocatableResources[cpu]',
+        message: expect.stringContaining('mapping or overhead') as unknown,
+      },
+    ]);
     expect(await api.listSlices(key)).toEqual([]);
     await api.close();
   });

@@ -9,7 +9,7 @@ import type {
 } from '@slicekeeper/contracts';
 import { isTerminal } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
-import { kubeErrorCode } from '@slicekeeper/kube';
+import { kubeErrorCode, kubeFieldCauses } from '@slicekeeper/kube';
 import {
   applyLifecycleTaints,
   describeFieldErrors,
@@ -405,9 +405,14 @@ export class Reconciler {
 /** A failed write's outcome: `invalid` for the server's 422, and when to try again. */
 function failure(error: SlicekeeperError): Omit<Refusal, 'snapshotGeneration'> {
   if (isTerminal(error)) {
+    if (kubeErrorCode(error) !== 'invalid') return { outcome: 'failed', error: error.message };
+    // The server's own field paths, as the planner's validator names problems (a field only the
+    // server checks: a pass-through member, a rule of a newer release).
+    const problems = kubeFieldCauses(error);
     return {
-      outcome: kubeErrorCode(error) === 'invalid' ? 'invalid' : 'failed',
+      outcome: 'invalid',
       error: error.message,
+      ...(problems.length === 0 ? {} : { problems }),
     };
   }
   const retryAfterMs = 'retryAfterMs' in error ? error.retryAfterMs : undefined;
