@@ -1,5 +1,8 @@
 // One-shot setup of the compose stack: creates the emulated Nodes, then registers each example
-// driver with the registration API, as kubelet would when a plugin socket appears.
+// driver with the registration API, as kubelet would when a plugin socket appears. With
+// DRIVER_PROFILE=fabric the drivers publish a cluster-level pool (devices that choose their own
+// nodes), which belongs to the cluster-scoped key: the first driver is registered for it (empty
+// node) instead of for its node.
 //
 // usage: node seed.mjs <kube-url> <registration-api-url> <token-file> <node>=<endpoint>...
 import { readFile } from 'node:fs/promises';
@@ -29,18 +32,23 @@ async function send(method, url, body, headers = {}) {
   return response.status;
 }
 
-for (const plugin of plugins) {
+const clusterScoped = process.env.DRIVER_PROFILE === 'fabric';
+for (const [index, plugin] of plugins.entries()) {
   const [node, endpoint] = plugin.split('=');
   await send('POST', `${kubeUrl}/api/v1/nodes`, {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name: node },
   });
+  if (clusterScoped && index > 0) continue;
+  const key = clusterScoped ? '' : node;
   await send(
     'POST',
     `${apiUrl}/v1/plugins`,
-    { node, driver, endpoint },
+    { node: key, driver, endpoint },
     { authorization: `Bearer ${admin.token}` },
   );
-  console.log(`node ${node}: ${driver} registered at ${endpoint}`);
+  console.log(
+    `${key === '' ? 'the cluster-scoped key' : `node ${node}`}: ${driver} registered at ${endpoint}`,
+  );
 }
