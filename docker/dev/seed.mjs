@@ -1,16 +1,16 @@
 // One-shot setup of the compose stack: creates the emulated Nodes, then registers each example
-// driver with the registration API, as kubelet would when a plugin socket appears. With
-// DRIVER_PROFILE=fabric the drivers publish a cluster-level pool (devices that choose their own
+// driver with the registration API, as kubelet would when a plugin socket appears. With the
+// profile fabric the drivers publish a cluster-level pool (devices that choose their own
 // nodes), which belongs to the cluster-scoped key: the first driver is registered for it (empty
 // node) instead of for its node.
 //
-// usage: node seed.mjs <kube-url> <registration-api-url> <token-file> <node>=<endpoint>...
+// usage: node seed.mjs <kube-url> <registration-api-url> <token-file> <profile> <node>=<endpoint>...
 import { readFile } from 'node:fs/promises';
 
-const [kubeUrl, apiUrl, tokenFile, ...plugins] = process.argv.slice(2);
-if (kubeUrl === undefined || apiUrl === undefined || tokenFile === undefined) {
+const [kubeUrl, apiUrl, tokenFile, profile, ...plugins] = process.argv.slice(2);
+if (kubeUrl === undefined || apiUrl === undefined || tokenFile === undefined || !profile) {
   console.error(
-    'usage: seed.mjs <kube-url> <registration-api-url> <token-file> <node>=<endpoint>...',
+    'usage: seed.mjs <kube-url> <registration-api-url> <token-file> <profile> <node>=<endpoint>...',
   );
   process.exit(2);
 }
@@ -32,7 +32,7 @@ async function send(method, url, body, headers = {}) {
   return response.status;
 }
 
-const clusterScoped = process.env.DRIVER_PROFILE === 'fabric';
+const clusterScoped = profile === 'fabric';
 for (const [index, plugin] of plugins.entries()) {
   const [node, endpoint] = plugin.split('=');
   await send('POST', `${kubeUrl}/api/v1/nodes`, {
