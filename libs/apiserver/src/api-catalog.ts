@@ -157,6 +157,24 @@ const AUTHORIZATION_V1_RESOURCES: readonly CatalogResource[] = [
   r('subjectaccessreviews', 'SubjectAccessReview', false, ['create']),
 ];
 
+/** authentication.k8s.io/v1: the review APIs, create only. */
+const AUTHENTICATION_V1_RESOURCES: readonly CatalogResource[] = [
+  r('selfsubjectreviews', 'SelfSubjectReview', false, ['create']),
+  r('tokenreviews', 'TokenReview', false, ['create']),
+];
+
+const rbac = (kind: string) => `rbac.authorization.k8s.io/v1/${kind}`;
+
+/** rbac.authorization.k8s.io/v1: the four RBAC kinds (no short names, as upstream). */
+const RBAC_V1_RESOURCES: readonly CatalogResource[] = [
+  r('clusterrolebindings', 'ClusterRoleBinding', false, ALL, {
+    storage: rbac('ClusterRoleBinding'),
+  }),
+  r('clusterroles', 'ClusterRole', false, ALL, { storage: rbac('ClusterRole') }),
+  r('rolebindings', 'RoleBinding', true, ALL, { storage: rbac('RoleBinding') }),
+  r('roles', 'Role', true, ALL, { storage: rbac('Role') }),
+];
+
 interface ApiGroupVersions {
   readonly name: string;
   readonly versions: readonly string[];
@@ -202,7 +220,9 @@ function servedGroupVersions(
     ['v1', CORE_V1_RESOURCES],
     ['events.k8s.io/v1', EVENTS_V1_RESOURCES],
     ['coordination.k8s.io/v1', COORDINATION_V1_RESOURCES],
+    ['authentication.k8s.io/v1', AUTHENTICATION_V1_RESOURCES],
     ['authorization.k8s.io/v1', AUTHORIZATION_V1_RESOURCES],
+    ['rbac.authorization.k8s.io/v1', RBAC_V1_RESOURCES],
   ]);
   // Every served resource.k8s.io version has the same resources.
   const resources = resourceGroupResources(release);

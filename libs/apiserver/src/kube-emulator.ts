@@ -34,6 +34,12 @@ import type { JsonObject } from './object-schema';
 import { openApiDocument, openApiRoot } from './openapi';
 import { DEFAULT_KUBE_RELEASE, releaseGateDefaults, releaseInfo } from './kube-release';
 import type { KubeRelease } from './kube-release';
+import { IdentityHandler, identityRoute } from './identity-handler';
+import type { IdentityRoute } from './identity-handler';
+import { IDENTITY_TYPES } from './identity-types';
+import { PROTOBUF_TYPE, decodeProtobufBody } from './protobuf-bodies';
+import type { AuthorizationAttributes } from './rbac-authorizer';
+import { ServiceAccountTokens } from './service-account-tokens';
 import { leaseType, podType } from './read-only-types';
 import { resourceSliceVersions } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
@@ -42,6 +48,7 @@ import type { FeatureGates, ResourceType } from './resource-types';
 import {
   ANONYMOUS,
   authenticate,
+  bearerToken,
   mayAccessPath,
   mayAccessResource,
   readTokenFile,
@@ -65,6 +72,11 @@ export interface KubeEmulatorOptions {
    * read. When unset, every request is allowed.
    */
   tokenFile?: string;
+  /**
+   * The issuer of the ServiceAccount tokens it signs (`--service-account-issuer`), also the API
+   * audience a token without another audience is for. @defaultValue 'https://kubernetes.default.svc.cluster.local'
+   */
+  serviceAccountIssuer?: string;
   /** Change events kept for watches that resume and for older list versions. @defaultValue 10000 */
   historySize?: number;
   /**
@@ -244,6 +256,37 @@ function verbFor(method: string, route: Route, query: URLSearchParams): Verb | u
   }
 }
 
+/** The attributes of a non-resource request that are not about a resource. */
+const NO_RESOURCE = {
+  namespace: '',
+  apiGroup: '',
+  resource: '',
+  subresource: '',
+  name: '',
+} as const;
+
+/**
+ * `responsewriters.Forbidden`: `<resource> "<name>" is forbidden: User "u" cannot <verb> resource
+ * "<resource[/subresource]>" in API group "<group>" in the namespace "<ns>"` (or `at the cluster
+ * scope`), with the authorizer's reason after a colon when it gave one.
+ */
+function forbiddenError(
+  user: User,
+  attrs: Omit<AuthorizationAttributes, 'user' | 'resourceRequest' | 'path'>,
+  reason: string,
+) {
+  const resource =
+    attrs.subresource === '' ? attrs.resource : `${attrs.resource}/${attrs.subresource}`;
+  const scope =
+    attrs.namespace === '' ? 'at the cluster scope' : `in the namespace "${attrs.namespace}"`;
+  const message = `User "${user.name}" cannot ${attrs.verb} resource "${resource}" in API group "${attrs.apiGroup}" ${scope}`;
+  return apiErrors.forbidden(
+    { group: attrs.apiGroup, name: attrs.resource },
+    attrs.name,
+    reason === '' ? message : `${message}: ${reason}`,
+  );
+}
+
 /**
  * An HTTP server that behaves like kube-apiserver 1.34 for Nodes, resource.k8s.io/v1
  * ResourceSlices and Events (core/v1 and events.k8s.io/v1, in the four system namespaces):
@@ -275,6 +318,8 @@ export class KubeEmulator {
   private readonly openStreams = new Set<ServerResponse>();
   private readonly sockets = new Set<Socket>();
   private readonly tokens: ReadonlyMap<string, User> | undefined;
+  private readonly serviceAccountTokens: ServiceAccountTokens;
+  private readonly identity: IdentityHandler;
   private server: Server | undefined;
   private address = '';
   private closing: Promise<void> | undefined;
@@ -294,6 +339,7 @@ export class KubeEmulator {
       podType,
       eventsV1EventType,
       leaseType,
+      ...IDENTITY_TYPES,
       ...releaseInfo(this.release).resourceVersions.flatMap((v) => {
         const type = sliceVersions.get(v);
         return type === undefined ? [] : [type];
@@ -305,11 +351,19 @@ export class KubeEmulator {
       options.historySize === undefined ? {} : { historySize: options.historySize },
     );
     // events.k8s.io/v1 Events are the core/v1 ones: one table.
-    for (const type of [...RESOURCE_TYPES, coreEventType, podType, leaseType])
+    for (const type of [...RESOURCE_TYPES, coreEventType, podType, leaseType, ...IDENTITY_TYPES])
       this.store.register(type.resource, type.indexing);
     this.eventTtlMs = options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS;
     this.tokens = options.tokenFile === undefined ? undefined : readTokenFile(options.tokenFile);
     const now = () => this.clock.now();
+    this.serviceAccountTokens = new ServiceAccountTokens(
+      options.serviceAccountIssuer === undefined ? {} : { issuer: options.serviceAccountIssuer },
+    );
+    this.identity = new IdentityHandler({
+      store: this.store,
+      tokens: this.serviceAccountTokens,
+      now,
+    });
     this.gc = new GarbageCollector({
       store: this.store,
       owner: nodeType,
@@ -602,8 +656,9 @@ export class KubeEmulator {
     let code = 500;
     let writtenRv: string | undefined;
     try {
-      const user = authenticate(this.tokens, req.headers.authorization);
-      if (user === undefined) throw apiErrors.unauthorized();
+      const authenticated = this.authenticate(req.headers.authorization);
+      if (authenticated === undefined) throw apiErrors.unauthorized();
+      const user = this.impersonate(authenticated, req.headers);
       if (tooLarge)
         throw new ApiError(
           413,
@@ -614,8 +669,37 @@ export class KubeEmulator {
       if (fault !== undefined)
         throw apiErrors.injected(fault.status, fault.message, fault.retryAfterSeconds);
       const accept = parseAccept(req.headers.accept);
+      let contentType =
+        (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+      let payload = body;
+      // kubectl's typed clients write the identity kinds in protobuf; they read JSON back.
+      const identity = identityRoute(method, path);
+      if (
+        contentType === PROTOBUF_TYPE &&
+        (identity !== undefined ||
+          (route !== undefined && route !== 'nonresource' && IDENTITY_TYPES.includes(route.type)))
+      ) {
+        payload = Buffer.from(JSON.stringify(decodeProtobufBody(body)));
+        contentType = 'application/json';
+      }
+      if (identity !== undefined) {
+        code = this.identityRequest(identity, user, contentType, payload, res);
+        return;
+      }
       if (route === 'nonresource') {
-        if (!mayAccessPath(user, path)) {
+        if (user.rbac === true) {
+          const decision = this.identity.authorize({
+            ...NO_RESOURCE,
+            user,
+            verb: method.toLowerCase(),
+            resourceRequest: false,
+            path,
+          });
+          if (!decision.allowed)
+            throw apiErrors.forbiddenPath(
+              `forbidden: User "${user.name}" cannot ${method.toLowerCase()} path "${path}"${decision.reason === '' ? '' : `: ${decision.reason}`}`,
+            );
+        } else if (!mayAccessPath(user, path)) {
           throw apiErrors.forbiddenPath(
             `forbidden: User "${user.name}" cannot ${method.toLowerCase()} path "${path}"`,
           );
@@ -650,18 +734,14 @@ export class KubeEmulator {
         throw apiErrors.methodNotAllowed();
       // Events past their TTL are gone before anything reads or writes.
       this.store.expire(this.clock.now());
-      if (!mayAccessResource(user, verb)) {
-        const resource =
-          route.subresource === ''
-            ? route.type.resource
-            : `${route.type.resource}/${route.subresource}`;
-        throw apiErrors.forbidden(
-          { group: route.type.group, name: route.type.resource },
-          route.name,
-          `User "${user.name}" cannot ${verb} resource "${resource}" in API group "${route.type.group}" ${route.namespace === '' ? 'at the cluster scope' : `in the namespace "${route.namespace}"`}`,
-        );
-      }
-      void ANONYMOUS;
+      this.authorizeResource(user, {
+        verb,
+        namespace: route.namespace,
+        apiGroup: route.type.group,
+        resource: route.type.resource,
+        subresource: route.subresource,
+        name: route.name,
+      });
       const format = negotiate(accept);
       if (format === undefined) {
         throw apiErrors.notAcceptable([
@@ -670,8 +750,6 @@ export class KubeEmulator {
           'application/vnd.kubernetes.protobuf',
         ]);
       }
-      const contentType =
-        (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
       const pending = this.api.handle({
         type: route.type,
         verb,
@@ -680,7 +758,7 @@ export class KubeEmulator {
         subresource: route.subresource,
         query: url.searchParams,
         contentType,
-        body,
+        body: payload,
         userAgent: req.headers['user-agent'] ?? '',
         format,
       });
@@ -701,6 +779,138 @@ export class KubeEmulator {
     } finally {
       this.hooks.record(info, code, writtenRv);
     }
+  }
+
+  /**
+   * The request's user: a ServiceAccount token this server signed (verified as TokenReview
+   * does, with the API audiences), else the static token file's. Undefined is 401: a token of
+   * this issuer that fails verification, or one the file does not know.
+   */
+  private authenticate(authorization: string | undefined): User | undefined {
+    const token = bearerToken(authorization);
+    if (token !== undefined) {
+      const verified = this.serviceAccountTokens.verify(
+        token,
+        undefined,
+        this.clock.now(),
+        this.identity.lookup,
+      );
+      if (verified.ok) return { ...verified.user, rbac: true };
+      if (verified.error !== undefined) return undefined;
+    }
+    return authenticate(this.tokens, authorization);
+  }
+
+  /**
+   * The impersonation filter (endpoints/filters/impersonation.go): `Impersonate-User`,
+   * `-Group` and `-Uid` replace the user when the requester may `impersonate` each of them; a
+   * ServiceAccount username brings its groups, and a user other than anonymous gets
+   * `system:authenticated`.
+   */
+  private impersonate(requester: User, headers: IncomingMessage['headers']): User {
+    const header = (name: string): string[] => {
+      const value = headers[name];
+      if (value === undefined) return [];
+      return (Array.isArray(value) ? value : [value])
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim());
+    };
+    const [name] = header('impersonate-user');
+    const groups = header('impersonate-group');
+    const [uid] = header('impersonate-uid');
+    if (name === undefined) {
+      if (groups.length > 0 || uid !== undefined)
+        throw apiErrors.internal('requested impersonation without a user');
+      return requester;
+    }
+    const check = (
+      attrs: Omit<AuthorizationAttributes, 'user' | 'verb' | 'resourceRequest' | 'path'>,
+    ) => {
+      const decision = this.identity.authorize({
+        ...attrs,
+        user: requester,
+        verb: 'impersonate',
+        resourceRequest: true,
+        path: '',
+      });
+      if (!decision.allowed)
+        throw forbiddenError(requester, { ...attrs, verb: 'impersonate' }, decision.reason);
+    };
+    const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(name);
+    const impersonatedGroups: string[] = [];
+    if (sa !== null) {
+      check({
+        namespace: sa[1] ?? '',
+        apiGroup: '',
+        resource: 'serviceaccounts',
+        subresource: '',
+        name: sa[2] ?? '',
+      });
+      impersonatedGroups.push('system:serviceaccounts', `system:serviceaccounts:${sa[1] ?? ''}`);
+    } else {
+      check({ namespace: '', apiGroup: '', resource: 'users', subresource: '', name });
+    }
+    for (const group of groups) {
+      check({ namespace: '', apiGroup: '', resource: 'groups', subresource: '', name: group });
+      impersonatedGroups.push(group);
+    }
+    if (uid !== undefined)
+      check({
+        namespace: '',
+        apiGroup: 'authentication.k8s.io',
+        resource: 'uids',
+        subresource: '',
+        name: uid,
+      });
+    if (name !== ANONYMOUS.name && !impersonatedGroups.includes('system:authenticated'))
+      impersonatedGroups.push('system:authenticated');
+    return { name, uid: uid ?? '', groups: impersonatedGroups, rbac: true };
+  }
+
+  /** Authorizes a resource request: the authorizer chain for RBAC users, the two roles for static ones. */
+  private authorizeResource(
+    user: User,
+    attrs: Omit<AuthorizationAttributes, 'user' | 'resourceRequest' | 'path'>,
+    selfReview = false,
+  ): void {
+    if (user.rbac === true) {
+      const decision = this.identity.authorize({ ...attrs, user, resourceRequest: true, path: '' });
+      if (!decision.allowed) throw forbiddenError(user, attrs, decision.reason);
+      return;
+    }
+    if (!mayAccessResource(user, attrs.verb as Verb, selfReview))
+      throw forbiddenError(user, attrs, '');
+  }
+
+  /** A POST to TokenRequest, TokenReview or an access review: authorized, then answered. */
+  private identityRequest(
+    route: IdentityRoute,
+    user: User,
+    contentType: string,
+    body: Buffer,
+    res: ServerResponse,
+  ): number {
+    this.authorizeResource(
+      user,
+      {
+        verb: 'create',
+        namespace: route.namespace,
+        apiGroup: route.group,
+        resource: route.resource,
+        subresource: route.subresource,
+        name: route.name,
+      },
+      route.kind === 'selfsubjectaccessreview' || route.kind === 'selfsubjectreview',
+    );
+    const result = this.identity.handle(route, user, body, contentType);
+    const json = JSON.stringify(result.body);
+    res.writeHead(result.code, {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      'Content-Length': String(Buffer.byteLength(json)),
+    });
+    res.end(json);
+    return result.code;
   }
 
   private send(res: ServerResponse, result: ApiResult, format: ResponseFormat): void {

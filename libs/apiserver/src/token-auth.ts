@@ -10,6 +10,12 @@ export interface User {
   readonly name: string;
   readonly uid: string;
   readonly groups: readonly string[];
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Set for a ServiceAccount token's user and an impersonated one: their requests are decided by
+   * the authorizer chain (privileged group, then RBAC), not by the two static-token roles.
+   */
+  readonly rbac?: boolean;
 }
 
 export const ANONYMOUS: User = {
@@ -95,7 +101,12 @@ export function isAdmin(user: User): boolean {
   return user.groups.includes('system:masters');
 }
 
-export function mayAccessResource(user: User, verb: Verb): boolean {
+/**
+ * Whether a static-token user may do `verb`. Every authenticated user may also create the self
+ * reviews (`system:basic-user`): `selfReview` says the request is one.
+ */
+export function mayAccessResource(user: User, verb: Verb, selfReview = false): boolean {
+  if (selfReview && user !== ANONYMOUS) return true;
   if (isAdmin(user)) return true;
   if (user === ANONYMOUS) return false;
   return READ_VERBS.has(verb);
@@ -104,6 +115,11 @@ export function mayAccessResource(user: User, verb: Verb): boolean {
 export function mayAccessPath(user: User, path: string): boolean {
   if (PUBLIC_PATHS.has(path)) return true;
   return user !== ANONYMOUS;
+}
+
+/** The bearer token of an Authorization header, if it carries one. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
 }
 
 /** Resolves the user of a request; undefined means 401 (a token that is not in the file). */
