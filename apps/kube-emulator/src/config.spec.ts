@@ -6,6 +6,7 @@ describe('kube emulator config', () => {
       PORT: 8001,
       HOST: '127.0.0.1',
       KUBECONFIG_OUT: '.kube-emulator/kubeconfig',
+      SERVICE_ACCOUNT_ISSUER: 'https://kubernetes.default.svc.cluster.local',
       HISTORY_SIZE: 10_000,
       GC_DELAY: 0,
       KUBE_RELEASE: '1.34',
@@ -23,6 +24,8 @@ describe('kube emulator config', () => {
         HISTORY_SIZE: '50',
         GC_DELAY: '2s',
         LOG_LEVEL: 'debug',
+        SERVICE_ACCOUNT_ISSUER: 'https://issuer.example',
+        SERVICE_ACCOUNT_SIGNING_KEY_FILE: '/var/sa.key',
       }),
     ).toMatchObject({
       PORT: 0,
@@ -31,6 +34,8 @@ describe('kube emulator config', () => {
       HISTORY_SIZE: 50,
       GC_DELAY: 2000,
       LOG_LEVEL: 'debug',
+      SERVICE_ACCOUNT_ISSUER: 'https://issuer.example',
+      SERVICE_ACCOUNT_SIGNING_KEY_FILE: '/var/sa.key',
     });
   });
 

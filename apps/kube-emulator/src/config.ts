@@ -104,6 +104,19 @@ export const schema = z
       .describe(
         'File the stored objects persist in: written on a clean shutdown (SIGTERM), loaded on start, so a restart (also as another KUBE_RELEASE) keeps names, UIDs and resourceVersions. Watch history starts empty (older resourceVersions get 410). Unset: nothing persists.',
       ),
+    SERVICE_ACCOUNT_ISSUER: z
+      .string()
+      .min(1)
+      .default('https://kubernetes.default.svc.cluster.local')
+      .describe(
+        "kube-apiserver's --service-account-issuer: the `iss` of the ServiceAccount tokens it signs (TokenRequest) and the audience a token is for when it names none.",
+      ),
+    SERVICE_ACCOUNT_SIGNING_KEY_FILE: z
+      .string()
+      .optional()
+      .describe(
+        'PEM RSA private key the ServiceAccount tokens are signed with (--service-account-signing-key-file); created when missing, so tokens survive a restart. Unset: a new key per process, and tokens of an earlier process are refused.',
+      ),
     HISTORY_SIZE: envInt(
       10_000,
       'Change events kept for resuming watches and exact-version lists.',

@@ -14,6 +14,10 @@ async function main(): Promise<void> {
     release: config.KUBE_RELEASE,
     featureGates: config.FEATURE_GATES,
     kubeconfigPath: resolve(config.KUBECONFIG_OUT),
+    serviceAccountIssuer: config.SERVICE_ACCOUNT_ISSUER,
+    ...(config.SERVICE_ACCOUNT_SIGNING_KEY_FILE === undefined
+      ? {}
+      : { serviceAccountSigningKeyFile: resolve(config.SERVICE_ACCOUNT_SIGNING_KEY_FILE) }),
     ...(config.TOKEN_FILE === undefined ? {} : { tokenFile: config.TOKEN_FILE }),
     ...(config.DATA_FILE === undefined ? {} : { dataFile: resolve(config.DATA_FILE) }),
     logger,

@@ -562,9 +562,14 @@ describe('what kubectl describe node reads besides', () => {
       message: 'leases.coordination.k8s.io "node-a" not found',
       details: { name: 'node-a', group: 'coordination.k8s.io', kind: 'leases' },
     });
-    expect((await call('POST', '/api/v1/namespaces/default/pods', { metadata: {} })).status).toBe(
-      405,
+    const leaseWrite = await call(
+      'POST',
+      '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
+      {
+        metadata: { name: 'node-a' },
+      },
     );
+    expect(leaseWrite.status).toBe(405);
   });
 
   it('lists events.k8s.io/v1 in discovery', async () => {

@@ -40,7 +40,8 @@ import { IDENTITY_TYPES } from './identity-types';
 import { PROTOBUF_TYPE, decodeProtobufBody } from './protobuf-bodies';
 import type { AuthorizationAttributes } from './rbac-authorizer';
 import { ServiceAccountTokens } from './service-account-tokens';
-import { leaseType, podType } from './read-only-types';
+import { leaseType } from './read-only-types';
+import { podType } from './pod-type';
 import { resourceSliceVersions } from './resource-slice-versions';
 import { RESOURCE_TYPES, nodeType, resourceSliceType } from './resource-types';
 import { unmodelledRouteError } from './unmodelled-routes';
@@ -77,6 +78,12 @@ export interface KubeEmulatorOptions {
    * audience a token without another audience is for. @defaultValue 'https://kubernetes.default.svc.cluster.local'
    */
   serviceAccountIssuer?: string;
+  /**
+   * A PEM RSA private key the ServiceAccount tokens are signed with, so that tokens outlive a
+   * restart (with `dataFile`, as on a real server); created with a new key when missing. Unset:
+   * a new key per process.
+   */
+  serviceAccountSigningKeyFile?: string;
   /** Change events kept for watches that resume and for older list versions. @defaultValue 10000 */
   historySize?: number;
   /**
@@ -356,13 +363,19 @@ export class KubeEmulator {
     this.eventTtlMs = options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS;
     this.tokens = options.tokenFile === undefined ? undefined : readTokenFile(options.tokenFile);
     const now = () => this.clock.now();
-    this.serviceAccountTokens = new ServiceAccountTokens(
-      options.serviceAccountIssuer === undefined ? {} : { issuer: options.serviceAccountIssuer },
-    );
+    this.serviceAccountTokens = new ServiceAccountTokens({
+      ...(options.serviceAccountIssuer === undefined
+        ? {}
+        : { issuer: options.serviceAccountIssuer }),
+      ...(options.serviceAccountSigningKeyFile === undefined
+        ? {}
+        : { signingKeyFile: options.serviceAccountSigningKeyFile }),
+    });
     this.identity = new IdentityHandler({
       store: this.store,
       tokens: this.serviceAccountTokens,
       now,
+      staticUser: (token) => this.tokens?.get(token),
     });
     this.gc = new GarbageCollector({
       store: this.store,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startKubeEmulator } from './start-kube-emulator';
@@ -250,6 +250,55 @@ describe('TokenReview', () => {
     });
   });
 
+  it('authenticates a Pod-bound token with the pod and its node in extra (ServiceAccountTokenPodNodeInfo)', async () => {
+    const nodeUid = await createNode('node-a');
+    const pod = await request(running.url, 'POST', `/api/v1/namespaces/${ns}/pods`, {
+      metadata: { name: 'driver-pod' },
+      spec: {
+        serviceAccountName: 'driver',
+        nodeName: 'node-a',
+        containers: [{ name: 'driver', image: 'driver:1' }],
+      },
+    });
+    expect(pod.status).toBe(201);
+    const podUid = (pod.body.metadata as { uid: string }).uid;
+    const token = await tokenFor('driver', {
+      audiences: ['slicekeeper'],
+      boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'driver-pod' },
+    });
+    const status = await review(token, ['slicekeeper']);
+    expect((status.user as { extra: Record<string, string[]> }).extra).toEqual({
+      'authentication.kubernetes.io/credential-id': [expect.stringMatching(/^JTI=/) as string],
+      'authentication.kubernetes.io/node-name': ['node-a'],
+      'authentication.kubernetes.io/node-uid': [nodeUid],
+      'authentication.kubernetes.io/pod-name': ['driver-pod'],
+      'authentication.kubernetes.io/pod-uid': [podUid],
+    });
+    // A Pod-bound token follows its Pod, not its Node (claims.go: node claims only extracted).
+    await request(running.url, 'DELETE', '/api/v1/nodes/node-a');
+    expect((await review(token, ['slicekeeper'])).authenticated).toBe(true);
+    await request(running.url, 'DELETE', `/api/v1/namespaces/${ns}/pods/driver-pod`);
+    expect(await review(token, ['slicekeeper'])).toEqual({
+      user: {},
+      error: 'service account token has been invalidated',
+    });
+  });
+
+  it('refuses to bind a token to a Pod running as another ServiceAccount (token.go)', async () => {
+    await request(running.url, 'POST', `/api/v1/namespaces/${ns}/pods`, {
+      metadata: { name: 'other-pod' },
+      spec: { containers: [{ name: 'c', image: 'i' }] },
+    });
+    const answer = await request(running.url, 'POST', `${saPath('driver')}/token`, {
+      spec: { boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'other-pod' } },
+    });
+    expect({ code: answer.status, message: answer.body.message }).toEqual({
+      code: 400,
+      message:
+        'cannot bind token for serviceaccount "driver" to pod running with different serviceaccount name.',
+    });
+  });
+
   it.each<[string, (token: string) => Promise<Record<string, unknown>>, string]>([
     [
       'jwt.go: audiences not among the requested',
@@ -344,5 +393,93 @@ describe('TokenReview', () => {
       code: 401,
       reason: 'Unauthorized',
     });
+  });
+});
+
+describe('tokens across processes', () => {
+  it('a token outlives a restart with the same signing key file and data file (--service-account-signing-key-file)', async () => {
+    const keyFile = join(dir, 'sa.key');
+    const dataFile = join(dir, 'data.json');
+    const first = await startKubeEmulator({ serviceAccountSigningKeyFile: keyFile, dataFile });
+    await request(first.url, 'POST', `/api/v1/namespaces/${ns}/serviceaccounts`, {
+      metadata: { name: 'agent' },
+    });
+    const issued = await request(
+      first.url,
+      'POST',
+      `/api/v1/namespaces/${ns}/serviceaccounts/agent/token`,
+      {
+        spec: {},
+      },
+    );
+    const token = (issued.body.status as { token: string }).token;
+    await first.close();
+    const second = await startKubeEmulator({ serviceAccountSigningKeyFile: keyFile, dataFile });
+    try {
+      const reviewed = await request(second.url, 'POST', REVIEWS, { spec: { token } });
+      expect((reviewed.body.status as { authenticated?: boolean }).authenticated).toBe(true);
+    } finally {
+      await second.close();
+    }
+    // Without the key file, another process's tokens fail the signature.
+    const third = await startKubeEmulator({ dataFile });
+    try {
+      const reviewed = await request(third.url, 'POST', REVIEWS, { spec: { token } });
+      expect(reviewed.body.status).toEqual({
+        user: {},
+        error: 'go-jose/go-jose: error in cryptographic primitive',
+      });
+    } finally {
+      await third.close();
+    }
+  });
+
+  it('TokenReview authenticates a static token of the token file for the API audiences only', async () => {
+    const tokenFile = join(dir, 'tokens.csv');
+    writeFileSync(
+      tokenFile,
+      'admin-token,admin,uid-admin,"system:masters"\nnode-token,node-a,uid-a,"nodes"\n',
+    );
+    const withFile = await startKubeEmulator({ tokenFile });
+    const admin = { Authorization: 'Bearer admin-token' };
+    try {
+      const reviewed = await request(
+        withFile.url,
+        'POST',
+        REVIEWS,
+        { spec: { token: 'node-token' } },
+        admin,
+      );
+      expect(reviewed.body.status).toEqual({
+        authenticated: true,
+        user: { username: 'node-a', uid: 'uid-a', groups: ['nodes', 'system:authenticated'] },
+        audiences: ['https://kubernetes.default.svc.cluster.local'],
+      });
+      const other = await request(
+        withFile.url,
+        'POST',
+        REVIEWS,
+        { spec: { token: 'node-token', audiences: ['slicekeeper'] } },
+        admin,
+      );
+      expect(other.body.status).toEqual({ user: {}, error: 'invalid bearer token' });
+      // A static user that is not in system:masters may not review tokens (view role).
+      const byNode = await request(
+        withFile.url,
+        'POST',
+        REVIEWS,
+        { spec: { token: 'x' } },
+        {
+          Authorization: 'Bearer node-token',
+        },
+      );
+      expect({ code: byNode.status, message: byNode.body.message }).toEqual({
+        code: 403,
+        message:
+          'tokenreviews.authentication.k8s.io is forbidden: User "node-a" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope',
+      });
+    } finally {
+      await withFile.close();
+    }
   });
 });

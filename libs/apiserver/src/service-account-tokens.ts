@@ -1,4 +1,13 @@
-import { createHash, generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomUUID,
+  sign,
+  verify,
+} from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
 import { isJsonObject } from './object-schema';
 import type { JsonObject } from './object-schema';
@@ -95,6 +104,19 @@ function quoteList(values: readonly string[]): string {
   return `[${values.map((v) => JSON.stringify(v)).join(' ')}]`;
 }
 
+export interface ServiceAccountTokensOptions {
+  /** `--service-account-issuer`. @defaultValue {@link DEFAULT_SERVICE_ACCOUNT_ISSUER} */
+  issuer?: string;
+  /** `--api-audiences`. @defaultValue [issuer] */
+  apiAudiences?: readonly string[];
+  /**
+   * `--service-account-signing-key-file`: a PEM private key (RSA) read on first use, so tokens
+   * outlive a restart; written (mode 0600) with a new key when the file does not exist. Unset:
+   * a key per process.
+   */
+  signingKeyFile?: string;
+}
+
 /** Signs and verifies the emulator's ServiceAccount tokens. */
 export class ServiceAccountTokens {
   readonly issuer: string;
@@ -102,20 +124,46 @@ export class ServiceAccountTokens {
   readonly apiAudiences: readonly string[];
   private keys: { privateKey: KeyObject; publicKey: KeyObject; kid: string } | undefined;
 
-  constructor(options: { issuer?: string; apiAudiences?: readonly string[] } = {}) {
+  private readonly signingKeyFile: string | undefined;
+
+  constructor(options: ServiceAccountTokensOptions = {}) {
     this.issuer = options.issuer ?? DEFAULT_SERVICE_ACCOUNT_ISSUER;
     this.apiAudiences = options.apiAudiences ?? [this.issuer];
+    this.signingKeyFile = options.signingKeyFile;
   }
 
-  /** The key pair, made on first use: an RSA key takes tens of ms that most tests never need. */
+  /**
+   * The key pair, made (or read from the signing key file) on first use: an RSA key takes tens
+   * of ms that most tests never need.
+   */
   private keyPair(): { privateKey: KeyObject; publicKey: KeyObject; kid: string } {
     if (this.keys === undefined) {
-      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const { privateKey, publicKey } = this.loadOrGenerate();
       // `keyIDFromPublicKey`: the base64url SHA-256 of the PKIX DER public key.
       const der = publicKey.export({ type: 'spki', format: 'der' });
       this.keys = { privateKey, publicKey, kid: b64url(createHash('sha256').update(der).digest()) };
     }
     return this.keys;
+  }
+
+  private loadOrGenerate(): { privateKey: KeyObject; publicKey: KeyObject } {
+    const file = this.signingKeyFile;
+    if (file !== undefined && existsSync(file)) {
+      try {
+        const privateKey = createPrivateKey(readFileSync(file, 'utf8'));
+        return { privateKey, publicKey: createPublicKey(privateKey) };
+      } catch (error) {
+        throw new Error(`service account signing key file ${file}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+    }
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    if (file !== undefined)
+      writeFileSync(file, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+        mode: 0o600,
+      });
+    return pair;
   }
 
   /** A signed token with upstream's claims (`jti` as with ServiceAccountTokenJTI, on in 1.34). */
