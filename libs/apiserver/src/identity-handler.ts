@@ -209,7 +209,14 @@ export class IdentityHandler {
       case 'tokenreview':
         return { code: 201, body: { ...head(meta), ...this.tokenReview(spec) } };
       case 'selfsubjectreview':
-        return { code: 201, body: { ...head(meta), status: { userInfo: userInfoJson(user) } } };
+        // selfsubjectreview/rest.go: a new object stamped now, whatever was sent.
+        return {
+          code: 201,
+          body: {
+            ...head({ creationTimestamp: formatTime(this.now()) }),
+            status: { userInfo: userInfoJson(user) },
+          },
+        };
       default:
         return { code: 201, body: { ...head(meta), ...this.accessReview(route, spec, user) } };
     }

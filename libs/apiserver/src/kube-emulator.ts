@@ -69,8 +69,10 @@ export interface KubeEmulatorOptions {
   host?: string;
   /**
    * A kube-apiserver static token file (`token,user,uid,"group1,group2"` per line). When set,
-   * every request needs a known bearer token; users in `system:masters` may write, others only
-   * read. When unset, every request is allowed.
+   * every request needs a known bearer token (or a ServiceAccount token this server signed);
+   * users in `system:masters` may write, others only read. When unset, every request without a
+   * ServiceAccount token is allowed. ServiceAccount tokens and impersonated users are always
+   * authorized by RBAC.
    */
   tokenFile?: string;
   /**
@@ -299,10 +301,13 @@ function forbiddenError(
  * ResourceSlices and Events (core/v1 and events.k8s.io/v1, in the four system namespaces):
  * discovery, CRUD with the real preconditions and Status errors, selectors, pagination, watches
  * with bookmarks and bounded history, server-side apply, the Node `/status` subresource, garbage
- * collection of a Node's slices, the Event TTL, optional token auth, and test hooks. Each
+ * collection of a Node's slices, the Event TTL, optional static token auth, and test hooks. Each
  * release's device fields are kept, dropped or validated per DRA feature gate as its
- * ResourceSlice strategy and validation do (see the package README's table). Pods
- * and Leases are served for reads only, and there are none (what `kubectl describe node` needs).
+ * ResourceSlice strategy and validation do (see the package README's table). Identities as the
+ * real server has them: ServiceAccounts, Pods (objects only, for token binding), the RBAC kinds,
+ * TokenRequest, TokenReview, the access reviews, and RBAC enforced on ServiceAccount tokens and
+ * impersonated users. Leases are served for reads only, and there are none (what `kubectl
+ * describe node` needs).
  *
  * The hooks are methods here and, for other processes, JSON endpoints under `/_emulator/`
  * (never a Kubernetes path, no auth):
