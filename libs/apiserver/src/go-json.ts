@@ -184,3 +184,90 @@ export function goFormatValue(value: unknown): string {
   );
   return `map[${entries.map(([k, v]) => `${k}:${goFormatValue(v)}`).join(' ')}]`;
 }
+
+/**
+ * A JSON document as written, before a decoder folds it into a value: every member of an object
+ * in document order, repeated keys included. Strict decoding needs this to report what
+ * `JSON.parse` silently drops (sigs.k8s.io/json's `duplicate field`).
+ */
+export type JsonNode =
+  | { readonly kind: 'object'; readonly members: readonly (readonly [string, JsonNode])[] }
+  | { readonly kind: 'array'; readonly items: readonly JsonNode[] }
+  | { readonly kind: 'scalar' };
+
+const SCALAR: JsonNode = { kind: 'scalar' };
+
+/** Reads the members of a document `JSON.parse` has already accepted. */
+class TreeReader {
+  private i = 0;
+  constructor(private readonly text: string) {}
+
+  private ws(): void {
+    while (' \t\r\n'.includes(this.text[this.i] ?? 'x')) this.i++;
+  }
+
+  /** The end of the string literal starting at `this.i` (its closing quote excluded). */
+  private stringEnd(): number {
+    let j = this.i + 1;
+    while (this.text[j] !== '"') j += this.text[j] === '\\' ? 2 : 1;
+    return j;
+  }
+
+  value(): JsonNode {
+    this.ws();
+    const ch = this.text[this.i];
+    if (ch === '{') {
+      this.i++;
+      const members: [string, JsonNode][] = [];
+      this.ws();
+      while (this.text[this.i] === '"') {
+        const end = this.stringEnd();
+        const key = JSON.parse(this.text.slice(this.i, end + 1)) as string;
+        this.i = end + 1;
+        this.ws();
+        this.i++; // ':'
+        members.push([key, this.value()]);
+        this.ws();
+        if (this.text[this.i] === ',') this.i++;
+        this.ws();
+      }
+      this.i++; // '}'
+      return { kind: 'object', members };
+    }
+    if (ch === '[') {
+      this.i++;
+      const items: JsonNode[] = [];
+      this.ws();
+      while (this.text[this.i] !== ']') {
+        items.push(this.value());
+        this.ws();
+        if (this.text[this.i] === ',') this.i++;
+        this.ws();
+      }
+      this.i++;
+      return { kind: 'array', items };
+    }
+    if (ch === '"') this.i = this.stringEnd() + 1;
+    else
+      while (this.i < this.text.length && !',]} \t\r\n'.includes(this.text[this.i] ?? '')) this.i++;
+    return SCALAR;
+  }
+}
+
+/** The members of a JSON document `JSON.parse` accepted, repeated keys kept. */
+export function jsonTree(text: string): JsonNode {
+  return new TreeReader(text).value();
+}
+
+/** Whether any object of the document repeats a key (the cheap check before a strict walk). */
+export function hasDuplicateKeys(node: JsonNode): boolean {
+  if (node.kind === 'array') return node.items.some(hasDuplicateKeys);
+  if (node.kind !== 'object') return false;
+  const seen = new Set<string>();
+  for (const [key, value] of node.members) {
+    if (seen.has(key)) return true;
+    seen.add(key);
+    if (hasDuplicateKeys(value)) return true;
+  }
+  return false;
+}

@@ -1,12 +1,14 @@
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, isMap, isScalar, isSeq, parse as parseYaml, parseDocument } from 'yaml';
+import type { Node as YamlNode } from 'yaml';
 import { apiErrors } from './api-error';
-import { FieldPath, fieldError } from './field-errors';
+import { FieldPath, fieldError, goQuote } from './field-errors';
 import type { FieldError } from './field-errors';
-import { goJsonSyntaxError } from './go-json';
+import { goJsonSyntaxError, hasDuplicateKeys, jsonTree } from './go-json';
+import type { JsonNode } from './go-json';
 import { JSON_TYPE, wireSchema } from './handler-context';
 import type { ApiRequest, HandlerContext } from './handler-context';
 import { DecodeError, decodeObject, isJsonObject } from './object-schema';
-import type { JsonObject, JsonValue } from './object-schema';
+import type { JsonObject, JsonValue, Schema, StructSchema } from './object-schema';
 
 /**
  * How request bodies and options come in: media types, the decoder's errors, unknown fields
@@ -27,6 +29,119 @@ export function unknownFieldText(path: string): string {
   return `unknown field "${path}"`;
 }
 
+/** sigs.k8s.io/json keeps at most this many strict errors (`saveStrictError`). */
+const MAX_STRICT_ERRORS = 100;
+
+function childPath(path: string, key: string): string {
+  return path === '' ? key : `${path}.${key}`;
+}
+
+/**
+ * The strict errors of a JSON body as sigs.k8s.io/json's `UnmarshalStrict` finds them while
+ * decoding into the Go type (`internal/golang/encoding/json/decode.go`, `object`): in document
+ * order, an unknown struct field at each occurrence (its value is skipped, so nothing inside it is
+ * reported) and a known field or map key at its second occurrence; equal messages once; at most
+ * 100. A key both unknown and repeated is only unknown, as upstream's field validation tests
+ * note. Opaque values (`json.RawMessage`) are not looked into.
+ */
+export function strictJsonErrors(schema: StructSchema, tree: JsonNode): string[] {
+  const errors = new Set<string>();
+  const save = (text: string) => {
+    if (errors.size < MAX_STRICT_ERRORS) errors.add(text);
+  };
+  const walk = (node: JsonNode, into: Schema, path: string, typeMeta: boolean): void => {
+    if (node.kind === 'array') {
+      if (into.t === 'list')
+        node.items.forEach((item, i) => {
+          walk(item, into.items, `${path}[${i}]`, false);
+        });
+      return;
+    }
+    if (node.kind !== 'object' || (into.t !== 'struct' && into.t !== 'map')) return;
+    const seen = new Set<string>();
+    for (const [key, value] of node.members) {
+      const here = childPath(path, key);
+      // apiVersion and kind are the inlined TypeMeta's fields, known to every top-level type.
+      const known =
+        into.t === 'map' ||
+        into.byName.has(key) ||
+        (typeMeta && (key === 'apiVersion' || key === 'kind'));
+      if (!known) {
+        save(unknownFieldText(here));
+        continue;
+      }
+      if (seen.has(key)) save(`duplicate field "${here}"`);
+      seen.add(key);
+      const fieldSchema = into.t === 'map' ? into.values : into.byName.get(key)?.schema;
+      if (fieldSchema !== undefined) walk(value, fieldSchema, here, false);
+    }
+  };
+  walk(tree, schema, '', true);
+  return [...errors];
+}
+
+/**
+ * go-yaml v2's strict errors for a YAML document (`yaml.UnmarshalStrict` into an untyped value,
+ * as sigs.k8s.io/yaml's `YAMLToJSONStrict` runs it): `line N: key "x" already set in map` for
+ * each repeated key, N the line of the repeated key's value, reported once that value is decoded
+ * (so repeats inside it come first). The error text is `yaml: unmarshal errors:` and a line each,
+ * or nothing when no key repeats.
+ */
+export function yamlStrictError(text: string): string | undefined {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: false, lineCounter: lines });
+  const found: string[] = [];
+  const walk = (node: unknown): void => {
+    if (isSeq(node)) {
+      for (const item of node.items) walk(item);
+      return;
+    }
+    if (!isMap(node)) return;
+    const seen = new Set<unknown>();
+    for (const pair of node.items) {
+      walk(pair.value);
+      const key: unknown = isScalar(pair.key) ? pair.key.value : pair.key;
+      if (seen.has(key)) {
+        const at = (pair.value as YamlNode | null)?.range ?? (pair.key as YamlNode).range;
+        const shown = typeof key === 'string' ? goQuote(key) : String(key);
+        found.push(`line ${lines.linePos(at?.[0] ?? 0).line}: key ${shown} already set in map`);
+      }
+      seen.add(key);
+    }
+  };
+  walk(doc.contents);
+  return found.length === 0 ? undefined : ['yaml: unmarshal errors:', ...found].join('\n  ');
+}
+
+const YAML_ERRORS_PREFIXES = [
+  'yaml: unmarshal errors:\n',
+  'error converting YAML to JSON: yaml: unmarshal errors:\n',
+];
+
+/**
+ * The `Warning` texts of strict errors (`handlers/rest.go` `addStrictDecodingWarnings` and
+ * `parseYAMLWarnings`): a YAML error gives one warning per line, without its heading.
+ */
+export function strictWarnings(errors: readonly string[]): string[] {
+  return errors.flatMap((error) => {
+    const prefix = YAML_ERRORS_PREFIXES.find((p) => error.startsWith(p));
+    if (prefix === undefined) return [error];
+    return error
+      .slice(prefix.length)
+      .split('\n')
+      .map((line) => line.trim());
+  });
+}
+
+/** A YAML document converted to JSON as sigs.k8s.io/yaml does: keys sorted at every level. */
+function sortedKeys(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (!isJsonObject(value)) return value;
+  const out: JsonObject = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortedKeys(value[key] ?? null);
+  return out;
+}
+
 /** Parses a request body by its content type. @throws ApiError (400 or 415) */
 export function parseBody(body: Buffer, contentType: string, kindForErrors: string): JsonValue {
   const text = body.toString('utf8');
@@ -34,7 +149,8 @@ export function parseBody(body: Buffer, contentType: string, kindForErrors: stri
     contentType === 'application/yaml' || contentType === 'application/apply-patch+yaml';
   if (yamlLike) {
     try {
-      return (parseYaml(text) ?? null) as JsonValue;
+      // The non-strict conversion keeps the last of repeated keys; strict decoding reports them.
+      return (parseYaml(text, { uniqueKeys: false }) ?? null) as JsonValue;
     } catch (error) {
       throw apiErrors.badRequest(
         `error converting YAML to JSON: yaml: ${error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)}`,
@@ -162,10 +278,13 @@ export function decode(
     }
     throw error;
   }
-  const unknown = report.unknownFields.map(unknownFieldText);
-  if (unknown.length > 0 && validation === 'Strict') {
+  const strict =
+    validation === 'Ignore'
+      ? []
+      : strictDecodingErrors(req, report.unknownFields.map(unknownFieldText));
+  if (strict.length > 0 && validation === 'Strict') {
     throw apiErrors.badRequest(
-      `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${unknown.join(', ')}`,
+      `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${strict.join(', ')}`,
     );
   }
   // An apply configuration is converted and defaulted only once merged (see apply()).
@@ -175,17 +294,44 @@ export function decode(
   }
   return {
     object,
-    warnings: validation === 'Warn' ? unknown : [],
+    warnings: validation === 'Warn' ? strictWarnings(strict) : [],
     unknownFields: report.unknownFields,
   };
 }
 
-/** The body of a create or update, in one of the media types the verb accepts. */
+function bodyContentType(req: ApiRequest): string {
+  return req.contentType === '' ? JSON_TYPE : req.contentType;
+}
+
+/**
+ * The strict errors of a decoded object, in the serializer's order (`runtime/serializer/json`
+ * `unmarshal`). A create or update decodes the request body itself, whose text is read again
+ * for what its value no longer shows: a YAML body's repeated keys (go-yaml's error first, then
+ * the unknown fields of the key-sorted JSON it converts to) or a JSON body's repeated fields,
+ * in document order among the unknown ones. A patched object has only unknown fields.
+ */
+function strictDecodingErrors(req: ApiRequest, unknown: string[]): string[] {
+  if (req.verb !== 'create' && req.verb !== 'update') return unknown;
+  const text = req.body.toString('utf8');
+  if (bodyContentType(req) === 'application/yaml') {
+    const repeated = yamlStrictError(text);
+    return repeated === undefined ? unknown : [repeated, ...unknown];
+  }
+  const tree = jsonTree(text);
+  return hasDuplicateKeys(tree) ? strictJsonErrors(wireSchema(req.type), tree) : unknown;
+}
+
+/**
+ * The body of a create or update, in one of the media types the verb accepts. A YAML body is
+ * converted as sigs.k8s.io/yaml converts it, with its keys sorted, so that unknown fields come
+ * in the order the real server lists them.
+ */
 export function readBody(req: ApiRequest, accepted: readonly string[]): JsonValue {
-  const contentType = req.contentType === '' ? JSON_TYPE : req.contentType;
+  const contentType = bodyContentType(req);
   if (!accepted.includes(contentType)) {
     // The real server also takes protobuf; it is listed as the real server lists it.
     throw apiErrors.unsupportedMediaType([...accepted, 'application/vnd.kubernetes.protobuf']);
   }
-  return parseBody(req.body, contentType, req.type.kind);
+  const body = parseBody(req.body, contentType, req.type.kind);
+  return contentType === 'application/yaml' ? sortedKeys(body) : body;
 }
