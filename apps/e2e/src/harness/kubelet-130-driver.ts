@@ -14,6 +14,13 @@ export interface Kubelet130DriverOptions {
   driver: string;
   /** The first message of every NodeListAndWatchResources stream. */
   resources: Resources;
+  /**
+   * Puts the registration socket into this directory (`<driver>-reg.sock`), as kubelet 1.30's
+   * helper puts it into `plugins_registry`, and makes no registration call: the node-mode
+   * watcher's discovery finds it. @defaultValue registered through the API, socket beside the
+   * service socket
+   */
+  registrationDirectory?: string;
 }
 
 /**
@@ -42,7 +49,13 @@ export class Kubelet130Driver {
   static async start(system: System, options: Kubelet130DriverOptions): Promise<Kubelet130Driver> {
     const dir = join(system.stateDir, 'sockets', options.node);
     await mkdir(dir, { recursive: true });
-    const registrationSocket = join(dir, `${options.driver}-reg.sock`);
+    const registrationSocket = join(
+      options.registrationDirectory ?? dir,
+      `${options.driver}-reg.sock`,
+    );
+    if (options.registrationDirectory !== undefined) {
+      await mkdir(options.registrationDirectory, { recursive: true });
+    }
     const serviceSocket = join(dir, `${options.driver}-130.sock`);
 
     const registrationServer = new Server();
@@ -74,10 +87,10 @@ export class Kubelet130Driver {
         call.write(driver.resources);
       },
     });
-    await Promise.all([
-      bind(registrationServer, `unix://${registrationSocket}`),
-      bind(serviceServer, `unix://${serviceSocket}`),
-    ]);
+    // The service socket first: a registration socket that appears is dialled at once.
+    await bind(serviceServer, `unix://${serviceSocket}`);
+    await bind(registrationServer, `unix://${registrationSocket}`);
+    if (options.registrationDirectory !== undefined) return driver;
 
     const response = await fetch(new URL('/v1/plugins', system.apiUrl), {
       method: 'POST',

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -55,8 +55,26 @@ export interface SystemOptions {
   syncerEnv?: Record<string, string>;
   /** Extra settings of the plugin-watcher (e.g. WIPE_DELAY). */
   watcherEnv?: Record<string, string>;
+  /**
+   * Runs the plugin-watcher in node mode for this node with discovery on: it watches
+   * `registrationDir` and registers the sockets it finds through the API with the node's token
+   * (from a file), as the node-mode DaemonSet does with its projected token.
+   * @defaultValue shared mode, no discovery
+   */
+  discoveryNode?: string;
   /** Extra settings of the registration API (e.g. REMOVAL_GRACE). */
   apiEnv?: Record<string, string>;
+  /**
+   * The registration API also accepts Kubernetes identities (AUTH_MODE=both): ServiceAccount
+   * tokens reviewed with the emulator's TokenReview, each action with its SubjectAccessReview.
+   * @defaultValue static tokens only
+   */
+  apiKubernetesIdentities?: boolean;
+  /**
+   * The registration API serves HTTPS with this certificate and key, reloaded when they change;
+   * `apiUrl` is then `https://127.0.0.1:<port>`. @defaultValue plain HTTP
+   */
+  apiTls?: { certFile: string; keyFile: string };
   /** Extra settings of the kube emulator (e.g. FEATURE_GATES). */
   emulatorEnv?: Record<string, string>;
   /** @defaultValue `info` */
@@ -161,6 +179,12 @@ export class System {
       const tokens = generateStackTokens(options.nodes);
       const tokenFile = join(stateDir, 'tokens.json');
       await writeStackTokens(tokens, { tokenFile, adminTokenFile: join(stateDir, 'admin-token') });
+      if (options.discoveryNode !== undefined) {
+        const token = tokens.nodes.get(options.discoveryNode);
+        if (token === undefined)
+          throw new Error(`discoveryNode ${options.discoveryNode}: no such node`);
+        await writeFile(join(stateDir, 'watcher-token'), `${token}\n`, { mode: 0o600 });
+      }
       const apiPort = await freePort();
       system = new System(
         options,
@@ -171,7 +195,7 @@ export class System {
         emulatorProcess,
         { ...emulatorEnv, PORT: new URL(emulatorUrl).port },
         tokens,
-        `http://127.0.0.1:${apiPort}`,
+        `${options.apiTls === undefined ? 'http' : 'https'}://127.0.0.1:${apiPort}`,
         logDir,
       );
       const started = system;
@@ -196,6 +220,14 @@ export class System {
       throw new Error('this System uses the Redis of its redisSettings, not a private one');
     }
     return this.redisServer;
+  }
+
+  /**
+   * The directory the node-mode watcher discovers plugin sockets in (`discoveryNode`), inside
+   * the socket directory both the API and the watcher allow.
+   */
+  get registrationDir(): string {
+    return join(this.stateDir, 'sockets', 'registry');
   }
 
   /** The names of the slice-syncer replicas. */
@@ -444,6 +476,15 @@ export class System {
         HOST: '127.0.0.1',
         PORT: String(apiPort),
         TOKEN_FILE: tokenFile,
+        ...(this.options.apiKubernetesIdentities === true
+          ? { AUTH_MODE: 'both', KUBECONFIG: this.kubeconfig }
+          : {}),
+        ...(this.options.apiTls === undefined
+          ? {}
+          : {
+              TLS_CERT_FILE: this.options.apiTls.certFile,
+              TLS_KEY_FILE: this.options.apiTls.keyFile,
+            }),
         PLUGIN_SOCKET_DIRS: join(this.stateDir, 'sockets'),
         // The scenarios register many plugins from one address.
         RATE_LIMIT_MAX: '100000',
@@ -466,6 +507,15 @@ export class System {
         PROBE_PORT: '0',
         RECONNECT_INITIAL_DELAY: '200ms',
         RECONNECT_MAX_DELAY: '1s',
+        ...(this.options.discoveryNode === undefined
+          ? {}
+          : {
+              WATCHER_MODE: 'node',
+              NODE_NAME: this.options.discoveryNode,
+              PLUGIN_REGISTRATION_DIR: this.registrationDir,
+              REGISTRATION_API_URL: this.apiUrl,
+              REGISTRATION_TOKEN_FILE: join(this.stateDir, 'watcher-token'),
+            }),
         ...this.options.watcherEnv,
       },
       ready: (e) => e.msg === 'watching',
