@@ -368,7 +368,7 @@ export class IdentityHandler {
       errs.push(
         fieldError.invalid(
           specPath.child('nonResourceAttributes'),
-          nonResourceAttributes,
+          internalNonResourceAttributes(nonResourceAttributes),
           'cannot be specified in combination with resourceAttributes',
         ),
       );
@@ -407,6 +407,14 @@ export class IdentityHandler {
           specPath.child('resourceAttributes', 'namespace'),
           strAt(resourceAttributes, 'namespace') ?? '',
           'must match metadata.namespace',
+        ),
+      );
+    if (route.kind === 'localsubjectaccessreview' && nonResourceAttributes !== undefined)
+      errs.push(
+        fieldError.invalid(
+          specPath.child('nonResourceAttributes'),
+          internalNonResourceAttributes(nonResourceAttributes),
+          'disallowed on this kind of request',
         ),
       );
     if (errs.length > 0)
@@ -451,6 +459,14 @@ export class IdentityHandler {
     if (decision.reason !== '') status.reason = decision.reason;
     return { spec, status };
   }
+}
+
+/**
+ * How `field.Invalid` prints the internal `NonResourceAttributes`: `json.Marshal` of a struct
+ * without json tags, so with Go's field names, in struct order.
+ */
+function internalNonResourceAttributes(attrs: JsonObject): JsonObject {
+  return { Path: strAt(attrs, 'path') ?? '', Verb: strAt(attrs, 'verb') ?? '' };
 }
 
 function extraOf(value: JsonValue | undefined): Record<string, string[]> | undefined {

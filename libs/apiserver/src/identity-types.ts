@@ -292,10 +292,16 @@ function validateBindingUpdate(
 ): FieldError[] {
   const errs = validateBinding(obj, namespaced);
   errs.push(...validateObjectMetaUpdate(meta(obj), meta(old)));
-  if (!jsonEqual(obj.roleRef, old.roleRef))
-    errs.push(
-      fieldError.invalid(FieldPath.root('roleRef'), obj.roleRef ?? null, 'cannot change roleRef'),
-    );
+  if (!jsonEqual(obj.roleRef, old.roleRef)) {
+    // field.Invalid prints the internal RoleRef: json.Marshal without json tags, Go's names.
+    const ref = objAt(obj, 'roleRef') ?? {};
+    const shown = {
+      APIGroup: strAt(ref, 'apiGroup') ?? '',
+      Kind: strAt(ref, 'kind') ?? '',
+      Name: strAt(ref, 'name') ?? '',
+    };
+    errs.push(fieldError.invalid(FieldPath.root('roleRef'), shown, 'cannot change roleRef'));
+  }
   return errs;
 }
 

@@ -656,6 +656,7 @@ export class KubeEmulator {
     }
     const method = req.method ?? 'GET';
     const route = this.route(path);
+    const identity = identityRoute(method, path);
     const resourceName =
       route !== undefined && route !== 'nonresource'
         ? `${route.type.resource}${route.subresource === '' ? '' : `/${route.subresource}`}`
@@ -664,11 +665,23 @@ export class KubeEmulator {
       route !== undefined && route !== 'nonresource'
         ? verbFor(method, route, url.searchParams)
         : undefined;
-    const info: RequestInfo = {
-      verb: verb ?? method.toLowerCase(),
-      resource: resourceName,
-      name: route !== undefined && route !== 'nonresource' ? route.name : '',
-    };
+    // The identity endpoints count (and take faults) as the creates they are: `tokenreviews`,
+    // `subjectaccessreviews`, `serviceaccounts/token`.
+    const info: RequestInfo =
+      identity === undefined
+        ? {
+            verb: verb ?? method.toLowerCase(),
+            resource: resourceName,
+            name: route !== undefined && route !== 'nonresource' ? route.name : '',
+          }
+        : {
+            verb: 'create',
+            resource:
+              identity.subresource === ''
+                ? identity.resource
+                : `${identity.resource}/${identity.subresource}`,
+            name: identity.name,
+          };
     const delay = this.hooks.takeLatency(info);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     let code = 500;
@@ -691,7 +704,6 @@ export class KubeEmulator {
         (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
       let payload = body;
       // kubectl's typed clients write the identity kinds in protobuf; they read JSON back.
-      const identity = identityRoute(method, path);
       if (
         contentType === PROTOBUF_TYPE &&
         (identity !== undefined ||

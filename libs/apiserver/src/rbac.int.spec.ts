@@ -244,6 +244,40 @@ describe('SubjectAccessReview', () => {
   });
 });
 
+describe('LocalSubjectAccessReview', () => {
+  const path = `/apis/authorization.k8s.io/v1/namespaces/${ns}/localsubjectaccessreviews`;
+
+  it.each([
+    [
+      'ValidateLocalSubjectAccessReview: another namespace',
+      { user: 'u', resourceAttributes: { namespace: 'default', verb: 'get', resource: 'pods' } },
+      'LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "default": must match metadata.namespace',
+    ],
+    [
+      'ValidateLocalSubjectAccessReview: non-resource attributes',
+      { user: 'u', nonResourceAttributes: { path: '/healthz', verb: 'get' } },
+      'LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.nonResourceAttributes: Invalid value: {"Path":"/healthz","Verb":"get"}: disallowed on this kind of request',
+    ],
+  ])('refuses %s', async (_name, spec, message) => {
+    const answer = await request(running.url, 'POST', path, { spec });
+    expect({ code: answer.status, message: answer.body.message }).toEqual({ code: 422, message });
+  });
+
+  it('answers within its namespace', async () => {
+    const answer = await request(running.url, 'POST', path, {
+      spec: {
+        user: 'u',
+        groups: ['system:masters'],
+        resourceAttributes: { namespace: ns, verb: 'get', resource: 'pods' },
+      },
+    });
+    expect({ code: answer.status, status: answer.body.status }).toEqual({
+      code: 201,
+      status: { allowed: true },
+    });
+  });
+});
+
 describe('RBAC on requests bearing a ServiceAccount token', () => {
   it('forbids what no binding grants, with the Forbidden text of responsewriters', async () => {
     const token = await saToken('reader');
@@ -420,7 +454,7 @@ describe('RBAC objects', () => {
     expect({ code: answer.status, message: answer.body.message }).toEqual({
       code: 422,
       message:
-        'ClusterRoleBinding.rbac.authorization.k8s.io "b" is invalid: roleRef: Invalid value: {"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"}: cannot change roleRef',
+        'ClusterRoleBinding.rbac.authorization.k8s.io "b" is invalid: roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"edit"}: cannot change roleRef',
     });
   });
 });

@@ -376,6 +376,32 @@ describe('TokenReview', () => {
     expect(status).toEqual({ user: {}, error });
   });
 
+  it('a fault injected on tokenreviews fails the review (the hooks count it as create tokenreviews)', async () => {
+    running.emulator.injectFault({
+      verb: 'create',
+      resource: 'tokenreviews',
+      status: 503,
+      times: 1,
+    });
+    const failed = await request(running.url, 'POST', REVIEWS, { spec: { token: 'x' } });
+    expect({ code: failed.status, reason: failed.body.reason }).toEqual({
+      code: 503,
+      reason: 'ServiceUnavailable',
+    });
+    expect((await request(running.url, 'POST', REVIEWS, { spec: { token: 'x' } })).status).toBe(
+      201,
+    );
+    expect(
+      running.emulator
+        .counters()
+        .counts.filter((c) => c.resource === 'tokenreviews')
+        .map((c) => [c.verb, c.code, c.count]),
+    ).toEqual([
+      ['create', 201, 1],
+      ['create', 503, 1],
+    ]);
+  });
+
   it('a token without spec.token is a 400 (tokenreview storage)', async () => {
     const answer = await request(running.url, 'POST', REVIEWS, { spec: {} });
     expect({ code: answer.status, message: answer.body.message }).toEqual({
