@@ -120,18 +120,20 @@ describe('validateEventCreate', () => {
   });
 });
 
+/**
+ * Which fields an update may change (pkg/apis/core/validation/events.go `ValidateEventUpdate`,
+ * after the registry's `validateCommonFields`): through core/v1 anything the legacy rules allow;
+ * through events.k8s.io/v1 only the series and metadata, every other field immutable.
+ */
 describe('validateEventUpdate', () => {
-  const live = (overrides: JsonObject = {}) =>
-    recorded({
-      metadata: {
-        name: 'e',
-        namespace: 'default',
-        uid: 'uid-1',
-        resourceVersion: '5',
-        creationTimestamp: '2026-11-24T18:55:37Z',
-      },
-      ...overrides,
-    });
+  const liveMeta = {
+    name: 'e',
+    namespace: 'default',
+    uid: 'uid-1',
+    resourceVersion: '5',
+    creationTimestamp: '2026-11-24T18:55:37Z',
+  };
+  const live = (overrides: JsonObject = {}) => recorded({ metadata: liveMeta, ...overrides });
 
   const cases: [name: string, api: EventApi, next: JsonObject, errors: string[]][] = [
     ['series-added', 'events.k8s.io/v1', live({ series: SERIES }), []],
@@ -162,6 +164,114 @@ describe('validateEventUpdate', () => {
       ['eventTime: Invalid value: 2026-11-24 18:55:38.12 +0000 UTC: field is immutable'],
     ],
     ['note-changed-through-core', 'core/v1', live({ message: 'other' }), []],
+    [
+      // Upstream checks reason twice; the 422's message shows it once, its causes twice.
+      'reason-changed',
+      'events.k8s.io/v1',
+      live({ reason: 'Other' }),
+      [
+        'reason: Invalid value: "Other": field is immutable',
+        'reason: Invalid value: "Other": field is immutable',
+      ],
+    ],
+    [
+      'type-changed',
+      'events.k8s.io/v1',
+      live({ type: 'Warning' }),
+      ['type: Invalid value: "Warning": field is immutable'],
+    ],
+    [
+      'action-changed',
+      'events.k8s.io/v1',
+      live({ action: 'Other' }),
+      ['action: Invalid value: "Other": field is immutable'],
+    ],
+    [
+      'reporting-controller-changed',
+      'events.k8s.io/v1',
+      live({ reportingComponent: 'example.com/other' }),
+      ['reportingController: Invalid value: "example.com/other": field is immutable'],
+    ],
+    [
+      'reporting-instance-changed',
+      'events.k8s.io/v1',
+      live({ reportingInstance: 'slice-syncer-1' }),
+      ['reportingInstance: Invalid value: "slice-syncer-1": field is immutable'],
+    ],
+    [
+      'related-set',
+      'events.k8s.io/v1',
+      live({ related: { kind: 'Pod', name: 'p1', namespace: 'default' } }),
+      [
+        'related: Invalid value: core.ObjectReference{Kind:"Pod", Namespace:"default", Name:"p1", UID:"", APIVersion:"", ResourceVersion:"", FieldPath:""}: field is immutable',
+      ],
+    ],
+    [
+      'deprecated-count-set',
+      'events.k8s.io/v1',
+      live({ count: 3 }),
+      ['count: Invalid value: 3: field is immutable'],
+    ],
+    [
+      'deprecated-source-set',
+      'events.k8s.io/v1',
+      live({ source: { component: 'kubelet' } }),
+      ['source: Invalid value: core.EventSource{Component:"kubelet", Host:""}: field is immutable'],
+    ],
+    [
+      'deprecated-last-timestamp-set',
+      'events.k8s.io/v1',
+      live({ lastTimestamp: '2026-11-24T18:56:00Z' }),
+      ['lastTimestamp: Invalid value: 2026-11-24 18:56:00 +0000 UTC: field is immutable'],
+    ],
+    [
+      'labels-changed',
+      'events.k8s.io/v1',
+      live({ metadata: { ...liveMeta, labels: { a: 'b' } } }),
+      [],
+    ],
+    [
+      // validateCommonFields and ValidateEventUpdate both hold the uid.
+      'uid-changed',
+      'events.k8s.io/v1',
+      live({ metadata: { ...liveMeta, uid: 'uid-2' } }),
+      [
+        'metadata.uid: Invalid value: "uid-2": field is immutable',
+        'metadata.uid: Invalid value: "uid-2": field is immutable',
+      ],
+    ],
+    [
+      'uid-changed-through-core',
+      'core/v1',
+      live({ metadata: { ...liveMeta, uid: 'uid-2' } }),
+      ['metadata.uid: Invalid value: "uid-2": field is immutable'],
+    ],
+    [
+      'everything-but-meta-changed-through-core',
+      'core/v1',
+      live({
+        involvedObject: { kind: 'Node', name: 'node-b' },
+        reason: 'Other',
+        type: 'Warning',
+        action: 'Other',
+        eventTime: '2026-11-24T18:59:00.000000Z',
+        reportingComponent: 'example.com/other',
+        reportingInstance: 'other-0',
+        related: { kind: 'Pod', name: 'p1' },
+        count: 3,
+        source: { component: 'kubelet' },
+      }),
+      [],
+    ],
+    [
+      'legacy-rules-still-apply-through-core',
+      'core/v1',
+      live({ action: '', reportingComponent: 'Not A Name' }),
+      [
+        "reportingController: Invalid value: \"Not A Name\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        'action: Required value',
+      ],
+    ],
   ];
 
   it.each(cases)('%s', (_name, api, next, errors) => {

@@ -163,11 +163,10 @@ function goValueOf(field: string, value: JsonValue | undefined): unknown {
     case 'involvedObject':
       return new GoValue(goStruct('core.ObjectReference', OBJECT_REFERENCE_FIELDS, value));
     case 'related':
-      return new GoValue(
-        isJsonObject(value)
-          ? `&${goStruct('core.ObjectReference', OBJECT_REFERENCE_FIELDS, value)}`
-          : '(*core.ObjectReference)(nil)',
-      );
+      // A pointer is printed as what it points to, a nil one as null (`field.Error.ErrorBody`).
+      return isJsonObject(value)
+        ? new GoValue(goStruct('core.ObjectReference', OBJECT_REFERENCE_FIELDS, value))
+        : null;
     case 'source':
       return new GoValue(
         goStruct(
