@@ -36,48 +36,136 @@ function childPath(path: string, key: string): string {
   return path === '' ? key : `${path}.${key}`;
 }
 
+/** A Go `interface{}`: any JSON value, every key of an object known. */
+const UNTYPED = { t: 'untyped' } as const;
+
+/** What a JSON value decodes into, as far as strict decoding looks: a schema or `interface{}`. */
+type Shape =
+  | Schema
+  | typeof UNTYPED
+  | { readonly t: 'fields'; readonly fields: ReadonlyMap<string, Shape> }
+  | { readonly t: 'sequence'; readonly items: Shape };
+
+/** `handlers.jsonPatchOp`, what a JSON patch's operations are strictly decoded into. */
+const JSON_PATCH_OP: Shape = {
+  t: 'fields',
+  fields: new Map<string, Shape>([
+    ['op', { t: 'string' }],
+    ['path', { t: 'string' }],
+    ['from', { t: 'string' }],
+    ['value', UNTYPED],
+  ]),
+};
+
+/** A JSON patch: `[]handlers.jsonPatchOp`. */
+const JSON_PATCH: Shape = { t: 'sequence', items: JSON_PATCH_OP };
+
+/** The shape of the items of an array of shape `into`; nothing when it is no list. */
+function itemShape(into: Shape): Shape | undefined {
+  if (into.t === 'list' || into.t === 'sequence') return into.items;
+  return into.t === 'untyped' ? UNTYPED : undefined;
+}
+
+/** The shape of an object member `key` of a value of shape `into`; nothing for an unknown one. */
+function memberShape(into: Shape, key: string): Shape | undefined {
+  switch (into.t) {
+    case 'untyped':
+      return UNTYPED;
+    case 'map':
+      return into.values;
+    case 'struct':
+      return into.byName.get(key)?.schema;
+    case 'fields':
+      return into.fields.get(key);
+    default:
+      return undefined;
+  }
+}
+
 /**
- * The strict errors of a JSON body as sigs.k8s.io/json's `UnmarshalStrict` finds them while
- * decoding into the Go type (`internal/golang/encoding/json/decode.go`, `object`): in document
+ * The strict errors of a JSON document as sigs.k8s.io/json's `UnmarshalStrict` finds them while
+ * decoding it into a Go type (`internal/golang/encoding/json/decode.go`, `object`): in document
  * order, an unknown struct field at each occurrence (its value is skipped, so nothing inside it is
  * reported) and a known field or map key at its second occurrence; equal messages once; at most
  * 100. A key both unknown and repeated is only unknown, as upstream's field validation tests
- * note. Opaque values (`json.RawMessage`) are not looked into.
+ * note. Opaque values (`json.RawMessage`) are not looked into. At the top of an object body
+ * (`typeMeta`) apiVersion and kind are the inlined TypeMeta's fields.
  */
-export function strictJsonErrors(schema: StructSchema, tree: JsonNode): string[] {
+function strictErrorsOf(tree: JsonNode, shape: Shape, typeMeta: boolean): string[] {
   const errors = new Set<string>();
   const save = (text: string) => {
     if (errors.size < MAX_STRICT_ERRORS) errors.add(text);
   };
-  const walk = (node: JsonNode, into: Schema, path: string, typeMeta: boolean): void => {
+  const walk = (node: JsonNode, into: Shape, path: string, top: boolean): void => {
     if (node.kind === 'array') {
-      if (into.t === 'list')
+      const items = itemShape(into);
+      if (items !== undefined)
         node.items.forEach((item, i) => {
-          walk(item, into.items, `${path}[${i}]`, false);
+          walk(item, items, `${path}[${i}]`, false);
         });
       return;
     }
-    if (node.kind !== 'object' || (into.t !== 'struct' && into.t !== 'map')) return;
+    if (node.kind !== 'object') return;
+    if (!['struct', 'map', 'untyped', 'fields'].includes(into.t)) return;
     const seen = new Set<string>();
     for (const [key, value] of node.members) {
       const here = childPath(path, key);
-      // apiVersion and kind are the inlined TypeMeta's fields, known to every top-level type.
-      const known =
-        into.t === 'map' ||
-        into.byName.has(key) ||
-        (typeMeta && (key === 'apiVersion' || key === 'kind'));
-      if (!known) {
+      const member =
+        top && (key === 'apiVersion' || key === 'kind') ? UNTYPED : memberShape(into, key);
+      if (member === undefined) {
         save(unknownFieldText(here));
         continue;
       }
       if (seen.has(key)) save(`duplicate field "${here}"`);
       seen.add(key);
-      const fieldSchema = into.t === 'map' ? into.values : into.byName.get(key)?.schema;
-      if (fieldSchema !== undefined) walk(value, fieldSchema, here, false);
+      walk(value, member, here, false);
     }
   };
-  walk(tree, schema, '', true);
+  walk(tree, shape, '', typeMeta);
   return [...errors];
+}
+
+/** The strict errors of an object body of a type with this schema ({@link strictErrorsOf}). */
+export function strictJsonErrors(schema: StructSchema, tree: JsonNode): string[] {
+  return strictErrorsOf(tree, schema, true);
+}
+
+/**
+ * The strict errors of a patch document itself (`handlers/patch.go`), which come before those of
+ * the patched object: a JSON merge or strategic merge patch is strictly decoded into an untyped
+ * map, so only its repeated keys are errors; a JSON patch into `[]jsonPatchOp`, each error
+ * prefixed `json patch ` (`json patch unknown field "[0].foo"`). Nothing under Ignore, nor for an
+ * apply configuration ({@link applyStrictWarnings}). `patch` is a text `JSON.parse` has accepted.
+ */
+export function patchDocumentStrictErrors(
+  patch: string,
+  contentType: string,
+  validation: FieldValidation,
+): string[] {
+  if (validation === 'Ignore') return [];
+  if (contentType === 'application/json-patch+json')
+    return strictErrorsOf(jsonTree(patch), JSON_PATCH, false).map((e) => `json patch ${e}`);
+  if (
+    contentType === 'application/merge-patch+json' ||
+    contentType === 'application/strategic-merge-patch+json'
+  )
+    return strictErrorsOf(jsonTree(patch), UNTYPED, false);
+  return [];
+}
+
+/**
+ * An apply configuration's repeated keys (`handlers/patch.go` `applyPatcher`): once the apply has
+ * succeeded, the YAML is decoded again with `yaml.UnmarshalStrict`; under Strict that is a 400
+ * "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors: …", under
+ * Warn one warning per repeated key. @returns the warnings @throws ApiError 400
+ */
+export function applyStrictWarnings(config: string, validation: FieldValidation): string[] {
+  if (validation === 'Ignore') return [];
+  const repeated = yamlStrictError(config);
+  if (repeated === undefined) return [];
+  const error = `error converting YAML to JSON: ${repeated}`;
+  if (validation === 'Strict') throw apiErrors.badRequest(`error strict decoding YAML: ${error}`);
+  return strictWarnings([error]);
 }
 
 /**

@@ -1,6 +1,8 @@
+import { ApiError } from './api-error';
 import { NODES } from './emulator-objects.test-helper';
 import { EmulatorUnderTest } from './emulator-requests.test-helper';
 import type { Json } from './emulator-requests.test-helper';
+import { applyStrictWarnings, patchDocumentStrictErrors } from './request-decoding';
 
 /**
  * Repeated keys in a create or update body, under each `fieldValidation` directive, as
@@ -200,5 +202,135 @@ describe('what strict decoding does not report', () => {
     const written = await send('POST', NODES, body, 'application/json');
     expect(written.status).toBe(201);
     expect(written.warnings).toEqual(errors);
+  });
+});
+
+/**
+ * The patch document's own strict errors, which `handlers/patch.go` puts before the patched
+ * object's unknown fields (`jsonPatcher.applyJSPatch`, `strategicPatchObject`) and the apply
+ * configuration's repeated keys (`applyPatcher.applyPatchToCurrentObject`). Bodies and texts from
+ * `testFieldValidationPatchTyped`, `testFieldValidationSMP` and `testFieldValidationApplyCreate`.
+ */
+describe('strict errors of patch documents', () => {
+  const MERGE_PATCH = `{
+	"spec": {
+		"unknown1": "val1",
+		"unknownDupe": "valDupe",
+		"unknownDupe": "valDupe2",
+		"paused": true,
+		"paused": false,
+		"template": {
+			"spec": {
+				"containers": [{
+					"name": "nginx",
+					"image": "nginx:latest",
+					"unknownNested": "val1",
+					"imagePullPolicy": "Always",
+					"imagePullPolicy": "Never"
+				}]
+			}
+		}
+	}
+}`;
+  const MERGE_ERRORS = [
+    'duplicate field "spec.unknownDupe"',
+    'duplicate field "spec.paused"',
+    'duplicate field "spec.template.spec.containers[0].imagePullPolicy"',
+  ];
+  const JSON_PATCH = `[
+	{"op": "add", "path": "/spec/unknown1", "value": "val1", "foo":"bar"},
+	{"op": "add", "path": "/spec/unknown2", "path": "/spec/unknown3", "value": "val1"},
+	{"op": "add", "path": "/spec/unknownDupe", "value": "valDupe"},
+	{"op": "add", "path": "/spec/paused", "value": true},
+	{"op": "add", "path": "/spec/paused", "value": false}
+]`;
+  const cases = [
+    {
+      name: 'merge-patch: the untyped map repeats keys, unknown ones included',
+      patch: MERGE_PATCH,
+      type: 'application/merge-patch+json',
+      errors: MERGE_ERRORS,
+    },
+    {
+      name: 'smp: the same',
+      patch: MERGE_PATCH,
+      type: 'application/strategic-merge-patch+json',
+      errors: MERGE_ERRORS,
+    },
+    {
+      name: 'json-patch: the operations as jsonPatchOp structs',
+      patch: JSON_PATCH,
+      type: 'application/json-patch+json',
+      errors: ['json patch unknown field "[0].foo"', 'json patch duplicate field "[1].path"'],
+    },
+    {
+      name: "json-patch: keys repeated inside an operation's value",
+      patch: '[{"op": "add", "path": "/metadata/labels", "value": {"a": "1", "a": "2"}}]',
+      type: 'application/json-patch+json',
+      errors: ['json patch duplicate field "[0].value.a"'],
+    },
+  ];
+
+  it.each(cases)('$name', ({ patch, type, errors }) => {
+    expect(patchDocumentStrictErrors(patch, type, 'Strict')).toEqual(errors);
+    expect(patchDocumentStrictErrors(patch, type, 'Warn')).toEqual(errors);
+    expect(patchDocumentStrictErrors(patch, type, 'Ignore')).toEqual([]);
+  });
+
+  const APPLY = `{
+		"apiVersion": "apps/v1",
+		"kind": "Deployment",
+		"metadata": {
+			"name": "apply-create-deployment",
+			"labels": {"app": "nginx"}
+		},
+		"spec": {
+			"paused": false,
+			"paused": true,
+			"selector": {
+				"matchLabels": {
+					"app": "nginx"
+				}
+			},
+			"template": {
+				"metadata": {
+					"labels": {
+						"app": "nginx"
+					}
+				},
+				"spec": {
+					"containers": [{
+						"name":  "nginx",
+						"image": "nginx:latest",
+						"imagePullPolicy": "Never",
+						"imagePullPolicy": "Always"
+					}]
+				}
+			}
+		}
+	}`;
+
+  it('apply: error strict decoding YAML, a 400 under Strict', () => {
+    let thrown: unknown;
+    try {
+      applyStrictWarnings(APPLY, 'Strict');
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ApiError);
+    expect(thrown).toMatchObject({
+      code: 400,
+      body: { reason: 'BadRequest' },
+      message:
+        'error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 10: key "paused" already set in map\n  line 27: key "imagePullPolicy" already set in map',
+    });
+  });
+
+  it('apply: one Warning per repeated key under Warn, none under Ignore', () => {
+    expect(applyStrictWarnings(APPLY, 'Warn')).toEqual([
+      'line 10: key "paused" already set in map',
+      'line 27: key "imagePullPolicy" already set in map',
+    ]);
+    expect(applyStrictWarnings(APPLY, 'Ignore')).toEqual([]);
   });
 });
