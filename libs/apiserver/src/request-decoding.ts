@@ -221,7 +221,12 @@ export function strictWarnings(errors: readonly string[]): string[] {
   });
 }
 
-/** A YAML document converted to JSON as sigs.k8s.io/yaml does: keys sorted at every level. */
+const MAP_PATCH_TYPES = ['application/merge-patch+json', 'application/strategic-merge-patch+json'];
+
+/**
+ * A JSON value as Go marshals a `map[string]interface{}`: keys sorted at every level (a YAML
+ * document converted by sigs.k8s.io/yaml, a merged patch).
+ */
 function sortedKeys(value: JsonValue): JsonValue {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (!isJsonObject(value)) return value;
@@ -352,8 +357,12 @@ export function decode(
       `${kind} in version "${type.version}" cannot be handled as a ${type.kind}: no kind "${kind}" is registered for version "${type.apiVersion}" in scheme "pkg/api/legacyscheme/scheme.go:30"`,
     );
   }
-  const body: JsonObject = {};
+  let body: JsonObject = {};
   for (const [k, v] of Object.entries(value)) if (k !== 'apiVersion' && k !== 'kind') body[k] = v;
+  // A merge or strategic merge patch produces a Go map (`jsonpatch.MergePatch`,
+  // `StrategicMergeMapPatch`), whose unknown fields the decoder meets in sorted key order.
+  if (req.verb === 'patch' && MAP_PATCH_TYPES.includes(req.contentType))
+    body = sortedKeys(body) as JsonObject;
   const report = { unknownFields: [] as string[] };
   let object: JsonObject;
   try {

@@ -334,3 +334,30 @@ describe('strict errors of patch documents', () => {
     expect(applyStrictWarnings(APPLY, 'Ignore')).toEqual([]);
   });
 });
+
+/**
+ * A merge or strategic merge patch is applied to Go maps (`jsonpatch.MergePatch`,
+ * `strategicpatch.StrategicMergeMapPatch`), so the patched object's unknown fields come in
+ * sorted key order whatever the patch's order, as `testFieldValidationPatchTyped` and
+ * `testFieldValidationSMP` list them.
+ */
+describe('unknown fields of a merged patch', () => {
+  it.each(['application/merge-patch+json', 'application/strategic-merge-patch+json'])(
+    '%s: in sorted key order',
+    async (type) => {
+      await kube.call('POST', NODES, { metadata: { name: 'n1' } });
+      const patch = {
+        spec: { zz: 1, taints: [{ key: 'k', effect: 'NoSchedule', yy: 1 }], aa: 2 },
+        metadata: { qq: 1 },
+      };
+      const patched = await send('PATCH', `${NODES}/n1`, JSON.stringify(patch), type);
+      expect(patched.status).toBe(200);
+      expect(patched.warnings).toEqual([
+        'unknown field "metadata.qq"',
+        'unknown field "spec.aa"',
+        'unknown field "spec.taints[0].yy"',
+        'unknown field "spec.zz"',
+      ]);
+    },
+  );
+});
