@@ -10,6 +10,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { round, summarize } from './stats';
 import type { Summary } from './stats';
+import { cpuSeconds } from './support';
 
 export interface FloorResult {
   /** `Queue.add` → a plain Worker's processor runs, sequentially, ms. */
@@ -18,6 +19,34 @@ export interface FloorResult {
   apiWrite: Summary;
   /** p50 of the queue round trip + p50 of the API write, ms. */
   floorMs: number;
+  /**
+   * CPU per measured round, ms, by process as {@link cpuSeconds} names them: `bench` is the
+   * client side (producer and Worker, HTTP client), the rest the servers (`redis`,
+   * `kube-emulator`). Warm-up rounds are not counted.
+   */
+  cpuMsPerRound: { queueRoundTrip: Record<string, number>; apiWrite: Record<string, number> };
+}
+
+/** CPU seconds so far per process, the bench's own read after the rest. */
+async function cpuReading(): Promise<Record<string, number>> {
+  const all = await cpuSeconds();
+  // Reading /proc costs the bench CPU too: its own reading is taken after, so that a stretch
+  // that starts with this reading does not count the reading itself.
+  const own = process.cpuUsage();
+  return { ...all, bench: (own.user + own.system) / 1e6 };
+}
+
+/** CPU ms per round of each process between two {@link cpuReading}s, unrounded seconds in. */
+function cpuMsPer(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  rounds: number,
+): Record<string, number> {
+  const perRound: Record<string, number> = {};
+  for (const name of ['bench', 'redis', 'kube-emulator']) {
+    perRound[name] = round((((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / rounds, 4);
+  }
+  return perRound;
 }
 
 export interface FloorOptions {
@@ -31,12 +60,22 @@ export interface FloorOptions {
 }
 
 export async function measureFloor(options: FloorOptions): Promise<FloorResult> {
-  const queueRoundTrip = await measureQueueRoundTrip(options);
-  const apiWrite = await measureApiWrite(options);
-  return { queueRoundTrip, apiWrite, floorMs: round(queueRoundTrip.p50 + apiWrite.p50, 3) };
+  const queue = await measureQueueRoundTrip(options);
+  const api = await measureApiWrite(options);
+  return {
+    queueRoundTrip: queue.summary,
+    apiWrite: api.summary,
+    floorMs: round(queue.summary.p50 + api.summary.p50, 3),
+    cpuMsPerRound: { queueRoundTrip: queue.cpuMsPerRound, apiWrite: api.cpuMsPerRound },
+  };
 }
 
-async function measureQueueRoundTrip(options: FloorOptions): Promise<Summary> {
+interface Measured {
+  summary: Summary;
+  cpuMsPerRound: Record<string, number>;
+}
+
+async function measureQueueRoundTrip(options: FloorOptions): Promise<Measured> {
   // A queue of its own (own name and prefix): the syncer's workers never see these jobs.
   const name = 'bench-floor';
   const prefix = '{bench-floor}';
@@ -61,7 +100,9 @@ async function measureQueueRoundTrip(options: FloorOptions): Promise<Summary> {
     await worker.waitUntilReady();
     const samples: number[] = [];
     const warmup = options.warmup ?? 50;
+    let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
+      if (i === warmup) cpuBefore = await cpuReading();
       const ran = new Promise<number>((resolve) => (processing = resolve));
       const done = new Promise<void>((resolve) => (completed = resolve));
       const start = performance.now();
@@ -71,7 +112,8 @@ async function measureQueueRoundTrip(options: FloorOptions): Promise<Summary> {
       await done;
       if (i >= warmup) samples.push(at - start);
     }
-    return summarize(samples);
+    const cpuMsPerRound = cpuMsPer(cpuBefore, await cpuReading(), options.samples);
+    return { summary: summarize(samples), cpuMsPerRound };
   } finally {
     await worker.close();
     await queue.obliterate({ force: true }).catch(() => undefined);
@@ -86,7 +128,7 @@ interface Answer {
   body: string;
 }
 
-async function measureApiWrite(options: FloorOptions): Promise<Summary> {
+async function measureApiWrite(options: FloorOptions): Promise<Measured> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const base = new URL(options.emulatorUrl);
   const request = (method: string, path: string, body?: unknown): Promise<Answer> =>
@@ -149,7 +191,9 @@ async function measureApiWrite(options: FloorOptions): Promise<Summary> {
     const samples: number[] = [];
     const warmup = options.warmup ?? 50;
     let resourceVersion: string | undefined;
+    let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
+      if (i === warmup) cpuBefore = await cpuReading();
       const start = performance.now();
       const answer =
         resourceVersion === undefined
@@ -163,7 +207,8 @@ async function measureApiWrite(options: FloorOptions): Promise<Summary> {
         .metadata.resourceVersion;
       if (i >= warmup) samples.push(elapsed);
     }
-    return summarize(samples);
+    const cpuMsPerRound = cpuMsPer(cpuBefore, await cpuReading(), options.samples);
+    return { summary: summarize(samples), cpuMsPerRound };
   } finally {
     await request('DELETE', `${collection}/${name}`).catch(() => undefined);
     agent.destroy();

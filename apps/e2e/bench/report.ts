@@ -2,6 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
+import { cpuPerUnitTable } from './cpu-per-change';
+import type { CpuPerUnitRow } from './cpu-per-change';
 import type { FloorResult } from './floor';
 import type { LatencyResult } from './latency';
 import type { PrioritiesResult } from './priorities';
@@ -46,6 +48,8 @@ export interface BenchResults extends BenchRun {
   floor: FloorResult;
   latency: (LatencyResult & { ratioToFloor: number })[];
   sync: SyncRunResult[];
+  /** CPU ms per change, key published or key resynced, per process, beside the floor's. */
+  cpuPerUnit: CpuPerUnitRow[];
   /** API reads (list/get of resourceslices and nodes) per phase; watch requests apart. */
   apiReads: ApiReadsRow[];
   repair: RepairResult;
@@ -57,6 +61,14 @@ export interface BenchResults extends BenchRun {
 /** Only the sync priorities (`BENCH_ONLY=priorities`). */
 export interface PrioritiesBenchResults extends BenchRun {
   priorities: PrioritiesResult;
+}
+
+/** Only the floor, the latency rates and one replica's sync phases (`BENCH_ONLY=cpu`). */
+export interface CpuBenchResults extends BenchRun {
+  floor: FloorResult;
+  latency: LatencyResult[];
+  sync: SyncRunResult[];
+  cpuPerUnit: CpuPerUnitRow[];
 }
 
 /** Only the plugin-watcher's memory (`BENCH_ONLY=watcher-memory`). */
@@ -489,6 +501,8 @@ export function markdown(results: BenchResults): string {
     syncerMemoryTable(results.syncerMemory),
     '## CPU seconds per process and phase (from /proc; the bench hosts the in-process drivers)',
     cpuTable(results),
+    '## CPU per unit, ms (own = watcher + syncer + API; on the floor rows, the bench as client)',
+    cpuPerUnitTable(results.cpuPerUnit),
     ...watcherMemorySection(results.watcherMemory),
     ...prioritiesSection(results.priorities),
     '## Goals',

@@ -26,7 +26,11 @@
  * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000), BENCH_PRIORITY_KEYS (10000),
  * BENCH_PRIORITY_PROBES (40 of each kind); BENCH_ONLY=priorities runs part 6 alone and writes
  * bench/results/<date>-priorities.json, BENCH_ONLY=watcher-memory part 5 alone and writes
- * bench/results/<date>-watcher-memory.json.
+ * bench/results/<date>-watcher-memory.json, BENCH_ONLY=cpu parts 1 and 3 with one syncer
+ * replica (CPU per change, per key published and per key resynced, beside the floor's CPU per
+ * round trip) and writes bench/results/<date>-cpu.json. BENCH_CPU_PROF=<dir> runs the watcher,
+ * the syncers and the API with `--cpu-prof` into that directory (profiles are written when a
+ * service exits; profiling costs CPU, so its run's CPU figures are not the bench's).
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -34,6 +38,7 @@ import { keyId } from '@slicekeeper/contracts';
 import { freePort } from '@slicekeeper/testing';
 import { gpuInventory, inParallel } from '../src/harness';
 import type { InProcessDriver } from '../src/harness';
+import { cpuGoals, cpuPerUnitRows, cpuPerUnitTable } from './cpu-per-change';
 import { measureFloor } from './floor';
 import type { FloorResult } from './floor';
 import { SliceWatch, measureLatency } from './latency';
@@ -45,6 +50,8 @@ import type { RepairResult } from './repair';
 import {
   apiReadRows,
   evaluateGoals,
+  goalsTable,
+  heading,
   machineInfo,
   markdown,
   prioritiesMarkdown,
@@ -54,7 +61,12 @@ import {
   watcherMemoryMarkdown,
   writeResults,
 } from './report';
-import type { BenchResults, PrioritiesBenchResults, WatcherMemoryBenchResults } from './report';
+import type {
+  BenchResults,
+  CpuBenchResults,
+  PrioritiesBenchResults,
+  WatcherMemoryBenchResults,
+} from './report';
 import { round } from './stats';
 import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunResult } from './sync-throughput';
@@ -83,9 +95,13 @@ if (!REPLICAS.includes(1)) throw new Error('BENCH_REPLICAS must include 1 (repai
 const PRIORITY_KEYS = positiveInt('BENCH_PRIORITY_KEYS', 10_000);
 const PRIORITY_PROBES = positiveInt('BENCH_PRIORITY_PROBES', 40);
 const ONLY = process.env.BENCH_ONLY ?? '';
-if (ONLY !== '' && ONLY !== 'priorities' && ONLY !== 'watcher-memory') {
-  throw new Error('BENCH_ONLY: "priorities", "watcher-memory" or unset');
+if (ONLY !== '' && ONLY !== 'priorities' && ONLY !== 'watcher-memory' && ONLY !== 'cpu') {
+  throw new Error('BENCH_ONLY: "priorities", "watcher-memory", "cpu" or unset');
 }
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ?? '';
+/** Settings that have a service write a CPU profile on exit (BENCH_CPU_PROF), or none. */
+const PROFILING: Record<string, string> =
+  CPU_PROF_DIR === '' ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` };
 /** Sync jobs per syncer replica at once, in every phase. */
 const CONCURRENCY = 16;
 /** Drivers (keys, one per node) of the latency phases. */
@@ -110,7 +126,10 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
         SYNC_WRITE_BURST: '1000000',
         RESYNC_INTERVAL: '1h',
         RELIST_INTERVAL: '1h',
+        ...PROFILING,
       },
+      watcherEnv: PROFILING,
+      apiEnv: PROFILING,
     },
     async (system) => {
       progress(`floor: ${FLOOR_SAMPLES} BullMQ round trips and ${FLOOR_SAMPLES} API writes…`);
@@ -182,7 +201,15 @@ async function syncRun(replicas: number): Promise<{
 }> {
   const label = `sync ×${replicas}`;
   if (replicas !== 1) {
-    return { run: await runSyncThroughput({ keys: KEYS, replicas, concurrency: CONCURRENCY }) };
+    return {
+      run: await runSyncThroughput({
+        keys: KEYS,
+        replicas,
+        concurrency: CONCURRENCY,
+        syncerEnv: PROFILING,
+        apiEnv: PROFILING,
+      }),
+    };
   }
   // A fixed probe port: the memory readings find the syncer (and its /metrics) by it.
   const probePort = await freePort();
@@ -193,7 +220,8 @@ async function syncRun(replicas: number): Promise<{
     keys: KEYS,
     replicas,
     concurrency: CONCURRENCY,
-    syncerEnv: { PROBE_PORT: String(probePort) },
+    syncerEnv: { PROBE_PORT: String(probePort), ...PROFILING },
+    apiEnv: PROFILING,
     beforeNodes: async () => {
       progress(`${label}: syncer memory, idle in an empty cluster…`);
       idle = await readSyncerMemory(probePort);
@@ -268,8 +296,71 @@ async function watcherMemoryOnly(): Promise<void> {
   progress(`results written to ${path}`);
 }
 
+/**
+ * `BENCH_ONLY=cpu`: the floor and the latency rates, then cold, warm and churn with one syncer
+ * replica; CPU per change beside the floor's, in a results file of its own.
+ */
+async function cpuOnly(): Promise<void> {
+  const startedAt = new Date();
+  const machine = machineInfo();
+  const start = performance.now();
+  progress(
+    `cpu: ${KEYS} keys, one syncer replica, ${SECONDS} s per latency rate, load ${os
+      .loadavg()
+      .map((l) => round(l))
+      .join(' ')}${CPU_PROF_DIR === '' ? '' : `, profiling into ${CPU_PROF_DIR}`}`,
+  );
+  const { floor, latency } = await floorAndLatency();
+  progress('sync: fresh system with 1 syncer replica…');
+  const run = await runSyncThroughput({
+    keys: KEYS,
+    replicas: 1,
+    concurrency: CONCURRENCY,
+    syncerEnv: PROFILING,
+    apiEnv: PROFILING,
+  });
+  const cpuPerUnit = cpuPerUnitRows(floor, latency, [run]);
+  const results: CpuBenchResults = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    settings: {
+      keys: KEYS,
+      secondsPerRate: SECONDS,
+      syncConcurrency: CONCURRENCY,
+      latencyDrivers: LATENCY_DRIVERS,
+      latencyRates: LATENCY_RATES,
+      floorSamples: FLOOR_SAMPLES,
+      profiled: CPU_PROF_DIR !== '',
+    },
+    floor,
+    latency,
+    sync: [run],
+    cpuPerUnit,
+    goals: cpuGoals(cpuPerUnit),
+    durationSeconds: round((performance.now() - start) / 1000, 1),
+  };
+  const path = await writeResults(results, CPU_PROF_DIR === '' ? '-cpu' : '-cpu-profiled');
+  process.stdout.write(
+    [
+      ...heading(results, 'slicekeeper CPU per change'),
+      `floor ${floor.floorMs} ms; latency p50 ${latency.map((l) => `${l.rate}/s ${l.p50ms} ms`).join(', ')}; cold ${run.cold.seconds} s, warm ${run.warm.seconds} s for ${run.keys} keys`,
+      '## CPU per unit, ms (own = watcher + syncer + API; on the floor rows, the bench as client)',
+      cpuPerUnitTable(cpuPerUnit),
+      '## Goals',
+      goalsTable(results.goals),
+      '',
+    ].join('\n\n'),
+  );
+  progress(`results written to ${path}`);
+}
+
 async function main(): Promise<void> {
   closeSystemsOnSignal();
+  if (ONLY === 'cpu') {
+    await cpuOnly();
+    return;
+  }
   if (ONLY === 'priorities') {
     await prioritiesOnly();
     return;
@@ -325,6 +416,7 @@ async function main(): Promise<void> {
     floor,
     latency,
     sync,
+    cpuPerUnit: cpuPerUnitRows(floor, latency, sync),
     apiReads,
     repair,
     syncerMemory,
@@ -332,6 +424,7 @@ async function main(): Promise<void> {
     priorities: prioritiesResult,
     goals: [
       ...evaluateGoals(floor, latency, sync, apiReads, prioritiesResult),
+      ...cpuGoals(cpuPerUnitRows(floor, latency, sync)),
       watcherMemoryGoal(watcherMemory),
     ],
     durationSeconds: round((performance.now() - start) / 1000, 1),

@@ -1,0 +1,161 @@
+/**
+ * CPU per change as a figure of its own (issue 29): the CPU seconds the bench reads from /proc
+ * per process and phase, divided by what the phase did (changes sent, keys published or
+ * resynced), beside the floor's CPU per round trip measured in the same run. CPU time moves far
+ * less with the machine's load than latency does, and it is what an operator pays for.
+ */
+import type { FloorResult } from './floor';
+import type { LatencyResult } from './latency';
+import type { Goal } from './report';
+import { round } from './stats';
+import type { SyncRunResult } from './sync-throughput';
+
+/** slicekeeper's own processes, as `cpuSeconds` names them (replicas summed). */
+export const OWN_PROCESSES = ['plugin-watcher', 'slice-syncer', 'registration-api'] as const;
+/** The servers slicekeeper uses, whose CPU a change also costs. */
+export const SERVER_PROCESSES = ['redis', 'kube-emulator'] as const;
+
+/** CPU ms per unit of one phase, per process. */
+export interface CpuPerUnitRow {
+  phase: string;
+  /** What one unit is. */
+  unit: 'change' | 'key published' | 'key resynced' | 'round trip';
+  /** Units in the phase. */
+  count: number;
+  /**
+   * CPU ms per unit by process; `own` sums {@link OWN_PROCESSES}. On the floor's rows `own` is
+   * the bench process, which plays the client side (producer, Worker and HTTP client) there.
+   */
+  msPerUnit: Record<string, number>;
+}
+
+function perUnit(cpuSeconds: Record<string, number>, count: number): Record<string, number> {
+  const ms: Record<string, number> = {};
+  let own = 0;
+  for (const name of OWN_PROCESSES) {
+    const seconds = cpuSeconds[name] ?? 0;
+    own += seconds;
+    ms[name] = round((seconds * 1000) / count, 3);
+  }
+  ms.own = round((own * 1000) / count, 3);
+  for (const name of SERVER_PROCESSES)
+    ms[name] = round(((cpuSeconds[name] ?? 0) * 1000) / count, 3);
+  return ms;
+}
+
+function floorRow(phase: string, cpuMs: Record<string, number>, samples: number): CpuPerUnitRow {
+  return {
+    phase,
+    unit: 'round trip',
+    count: samples,
+    msPerUnit: {
+      own: round(cpuMs.bench ?? 0, 3),
+      ...Object.fromEntries(SERVER_PROCESSES.map((p) => [p, round(cpuMs[p] ?? 0, 3)])),
+    },
+  };
+}
+
+/** The floor's rows: a BullMQ round trip, an API write, and both (the floor's round trip). */
+export function floorCpuRows(floor: FloorResult): CpuPerUnitRow[] {
+  const { queueRoundTrip, apiWrite } = floor.cpuMsPerRound;
+  const both: Record<string, number> = {};
+  for (const name of new Set([...Object.keys(queueRoundTrip), ...Object.keys(apiWrite)])) {
+    both[name] = (queueRoundTrip[name] ?? 0) + (apiWrite[name] ?? 0);
+  }
+  return [
+    floorRow('floor: bare BullMQ add → Worker job', queueRoundTrip, floor.queueRoundTrip.samples),
+    floorRow('floor: one keep-alive ResourceSlice write', apiWrite, floor.apiWrite.samples),
+    floorRow('floor: both (one round trip)', both, floor.queueRoundTrip.samples),
+  ];
+}
+
+/** Every phase's CPU per unit, the floor's first. */
+export function cpuPerUnitRows(
+  floor: FloorResult,
+  latency: readonly LatencyResult[],
+  sync: readonly SyncRunResult[],
+): CpuPerUnitRow[] {
+  return [
+    ...floorCpuRows(floor),
+    ...latency.map(
+      (l): CpuPerUnitRow => ({
+        phase: `${l.rate} changes/s (end to end, watcher on)`,
+        unit: 'change',
+        count: l.sent,
+        msPerUnit: perUnit(l.cpuSeconds, l.sent),
+      }),
+    ),
+    ...sync.flatMap((run) => [
+      {
+        phase: `cold publish ×${run.replicas}`,
+        unit: 'key published' as const,
+        count: run.cold.keys,
+        msPerUnit: perUnit(run.cold.cpuSeconds, run.cold.keys),
+      },
+      {
+        phase: `warm resync ×${run.replicas}`,
+        unit: 'key resynced' as const,
+        count: run.warm.keys,
+        msPerUnit: perUnit(run.warm.cpuSeconds, run.warm.keys),
+      },
+      {
+        phase: `churn ×${run.replicas}`,
+        unit: 'change' as const,
+        count: run.churn.keys,
+        msPerUnit: perUnit(run.churn.cpuSeconds, run.churn.keys),
+      },
+    ]),
+  ];
+}
+
+const COLUMNS = ['own', ...OWN_PROCESSES, ...SERVER_PROCESSES] as const;
+
+/** The rows as a markdown table, ms of CPU per unit. */
+export function cpuPerUnitTable(rows: readonly CpuPerUnitRow[]): string {
+  const line = (cells: readonly (string | number)[]): string => `| ${cells.join(' | ')} |`;
+  const header = ['phase', 'unit', 'units', ...COLUMNS.map((c) => `${c} ms`)];
+  return [
+    line(header),
+    line(header.map(() => '---')),
+    ...rows.map((r) =>
+      line([r.phase, r.unit, r.count, ...COLUMNS.map((c) => r.msPerUnit[c] ?? '–')]),
+    ),
+  ].join('\n');
+}
+
+/**
+ * Issue 29's CPU goals: own CPU per change at 100 changes/s ≤ 3 × the floor's client-side CPU
+ * per round trip (the bench process plays producer, Worker and HTTP client there, as the
+ * watcher and the syncer do for a change); with one syncer, warm resync ≤ 0.3 ms and cold
+ * publish ≤ 1 ms of syncer CPU per key.
+ */
+export function cpuGoals(rows: readonly CpuPerUnitRow[]): Goal[] {
+  const goals: Goal[] = [];
+  const floor = rows.find((r) => r.phase.startsWith('floor: both'));
+  const at100 = rows.find((r) => r.phase.startsWith('100 changes/s'));
+  if (floor !== undefined && at100 !== undefined) {
+    const floorMs = floor.msPerUnit.own ?? Number.NaN;
+    const ownMs = at100.msPerUnit.own ?? Number.NaN;
+    goals.push({
+      name: "own CPU per change at 100 changes/s (watcher + syncer + API), against the floor's client CPU per round trip",
+      goal: `≤ 3 × ${round(floorMs, 3)} ms = ${round(3 * floorMs, 3)} ms`,
+      actual: `${ownMs} ms (${round(ownMs / floorMs, 2)} × floor)`,
+      met: ownMs <= 3 * floorMs,
+    });
+  }
+  for (const [phase, limit] of [
+    ['warm resync ×1', 0.3],
+    ['cold publish ×1', 1],
+  ] as const) {
+    const row = rows.find((r) => r.phase === phase);
+    if (row === undefined) continue;
+    const syncerMs = row.msPerUnit['slice-syncer'] ?? Number.NaN;
+    goals.push({
+      name: `${phase.replace(' ×1', '')}: slice-syncer CPU per key, one replica`,
+      goal: `≤ ${limit} ms`,
+      actual: `${syncerMs} ms (${row.count} keys; Redis ${row.msPerUnit.redis ?? '–'} ms)`,
+      met: syncerMs <= limit,
+    });
+  }
+  return goals;
+}
