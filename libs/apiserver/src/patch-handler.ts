@@ -25,7 +25,10 @@ import {
   checkOptions,
   decode,
   fieldValidation,
+  applyStrictWarnings,
   parseBody,
+  patchDocumentStrictErrors,
+  strictWarnings,
   unknownFieldText,
 } from './request-decoding';
 import type { FieldValidation } from './request-decoding';
@@ -131,16 +134,25 @@ export function patch(ctx: HandlerContext, req: ApiRequest): ApiResult {
     }
     throw error;
   }
+  // The patch document's own strict errors (its repeated keys) come before the patched
+  // object's unknown fields (`handlers/patch.go`, `jsonPatcher.applyPatchToCurrentObject`).
+  const documentErrors = patchDocumentStrictErrors(
+    req.body.toString('utf8'),
+    req.contentType,
+    validation,
+  );
   // Under Strict the unknown fields are the patch's error, not the decoder's.
   const decoded = decode(ctx, req, patched, validation === 'Strict' ? 'Ignore' : validation);
-  const { object, warnings } = decoded;
-  if (validation === 'Strict' && decoded.unknownFields.length > 0) {
+  const { object } = decoded;
+  const strictErrors = [...documentErrors, ...decoded.unknownFields.map(unknownFieldText)];
+  if (validation === 'Strict' && strictErrors.length > 0) {
     const shown =
       req.contentType === 'application/strategic-merge-patch+json'
         ? goFormatValue(patchDoc)
         : goPatchedJson(patched);
-    throw strictPatchError(shown, decoded.unknownFields.map(unknownFieldText));
+    throw strictPatchError(shown, strictErrors);
   }
+  const warnings = [...strictWarnings(documentErrors), ...decoded.warnings];
   ensureNamespace(req, object);
   const patchedName = strAt(metaOf(object), 'name') ?? '';
   if (patchedName !== req.name) {
@@ -209,8 +221,8 @@ function unknownApplyFieldsError(
 
 function apply(ctx: HandlerContext, req: ApiRequest, doc: JsonValue): ApiResult {
   const { type } = req;
-  // Upstream's directive only looks for duplicate keys here (`yaml.UnmarshalStrict`); this YAML
-  // parser refuses those outright, so nothing is left to warn about.
+  // Upstream's directive only looks for repeated keys here (`yaml.UnmarshalStrict`), after the
+  // typed conversion has refused unknown fields whatever the directive.
   const config = decode(ctx, req, doc, 'Ignore', true);
   if (config.unknownFields.length > 0)
     throw unknownApplyFieldsError(req, doc, config.unknownFields);
@@ -234,6 +246,7 @@ function apply(ctx: HandlerContext, req: ApiRequest, doc: JsonValue): ApiResult 
     const report = conflictReport(result.conflicts);
     throw new ApiError(409, 'Conflict', report.message, { causes: report.causes });
   }
+  warnings.push(...applyStrictWarnings(req.body.toString('utf8'), fieldValidation(req)));
   metaOf(result.object).name = req.name;
   ensureNamespace(req, result.object);
   const merged =

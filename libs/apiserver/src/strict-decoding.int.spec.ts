@@ -361,3 +361,43 @@ describe('unknown fields of a merged patch', () => {
     },
   );
 });
+
+/**
+ * Repeated keys of a patch document and of an apply configuration over HTTP
+ * (`handlers/patch.go`: `jsonPatcher.applyPatchToCurrentObject` reports the document's before
+ * the patched object's unknown fields; `applyPatcher` decodes the configuration again with
+ * `yaml.UnmarshalStrict` once the apply has succeeded).
+ */
+describe('repeated keys of a patch or apply over HTTP', () => {
+  const MERGE = '{"spec":{"unschedulable":false,"unschedulable":true}}';
+  const APPLY_NODE =
+    'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nspec:\n  unschedulable: false\n  unschedulable: true\n';
+
+  it('merge patch: strict decoding error under Strict, a Warning under Warn, the last key kept', async () => {
+    await kube.call('POST', NODES, { metadata: { name: 'n1' } });
+    const type = 'application/merge-patch+json';
+    const refused = await send('PATCH', `${NODES}/n1?fieldValidation=Strict`, MERGE, type);
+    expect(refused.status).toBe(422);
+    expect(JSON.stringify(refused.body)).toContain(
+      'strict decoding error: duplicate field \\"spec.unschedulable\\"',
+    );
+    const warned = await send('PATCH', `${NODES}/n1?fieldValidation=Warn`, MERGE, type);
+    expect(warned.status).toBe(200);
+    expect(warned.warnings).toEqual(['duplicate field "spec.unschedulable"']);
+    expect(warned.body).toMatchObject({ spec: { unschedulable: true } });
+  });
+
+  it('apply: a 400 under Strict, one Warning per repeated key under Warn', async () => {
+    const type = 'application/apply-patch+yaml';
+    const path = `${NODES}/n1?fieldManager=test`;
+    const refused = await send('PATCH', `${path}&fieldValidation=Strict`, APPLY_NODE, type);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      message:
+        'error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 7: key "unschedulable" already set in map',
+    });
+    const warned = await send('PATCH', `${path}&fieldValidation=Warn`, APPLY_NODE, type);
+    expect(warned.status).toBe(201);
+    expect(warned.warnings).toEqual(['line 7: key "unschedulable" already set in map']);
+  });
+});
