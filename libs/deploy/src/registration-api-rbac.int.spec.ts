@@ -17,19 +17,37 @@ interface PolicyRule {
   nonResourceURLs?: string[];
 }
 
-/** The identity the registration API has in the cluster (k8s/base/registration-api.yaml). */
-const API_USER = 'system:serviceaccount:slicekeeper:registration-api';
 const NODE = 'node-a';
 const DRIVER = 'gpu.example.com';
+/** A namespace the emulator has (it models the system ones only). */
 const NAMESPACE = 'kube-system';
+/**
+ * The registration API's ServiceAccount (k8s/base/registration-api.yaml), held in NAMESPACE
+ * instead of slicekeeper's, which the emulator cannot hold.
+ */
+const API_USER = `system:serviceaccount:${NAMESPACE}:registration-api`;
 
 /**
  * The registration API's Kubernetes access wired as its main.ts wires it: one transport, the
  * review client, and the authenticator and authorizer that answer its requests (their outcome
  * is its answer: `unavailable` is a 503 to the driver, `denied` a 403, `unauthenticated` a 401).
  */
-function apiKubeAccess(running: RunningKubeEmulator) {
-  const transport = new KubeTransport({ kind: 'yaml', text: running.kubeconfig });
+function apiKubeAccess(running: RunningKubeEmulator, asToken?: string) {
+  const transport = new KubeTransport(
+    asToken === undefined
+      ? { kind: 'yaml', text: running.kubeconfig }
+      : {
+          kind: 'yaml',
+          text: JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Config',
+            clusters: [{ name: 'emulator', cluster: { server: running.url } }],
+            users: [{ name: 'registration-api', user: { token: asToken } }],
+            contexts: [{ name: 'api', context: { cluster: 'emulator', user: 'registration-api' } }],
+            'current-context': 'api',
+          }),
+        },
+  );
   const requests: [string, string, number | 'error'][] = [];
   const reviews = new KubeReviewClient({
     transport,
@@ -223,34 +241,90 @@ describe("the registration API's RBAC", () => {
   });
 });
 
-describe('the registration API without one of the verbs its role grants', () => {
-  let denied: RunningKubeEmulator;
-  let access: ApiKubeAccess;
+/**
+ * The API's ClusterRole as the prod overlay renders it, less the grants `without`, bound to the
+ * API's ServiceAccount in the emulator; resolves with a token of that ServiceAccount, which the
+ * emulator authorizes with RBAC as kube-apiserver does.
+ */
+async function apiIdentity(running: RunningKubeEmulator, without: string | undefined) {
+  const objects = await renderKustomization(join(repoRoot, 'k8s/overlays/prod'));
+  const role = objects.find(
+    (o) => o.kind === 'ClusterRole' && o.metadata.name === 'slicekeeper-registration-api',
+  );
+  if (role === undefined) throw new Error('no ClusterRole slicekeeper-registration-api');
+  const rules = (role['rules'] as PolicyRule[])
+    .map((rule) => ({
+      ...rule,
+      verbs: rule.verbs.filter(
+        (verb) => `${rule.apiGroups?.[0] ?? ''}/${rule.resources?.[0] ?? ''}/${verb}` !== without,
+      ),
+    }))
+    .filter((rule) => rule.verbs.length > 0);
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  await requestJson(running.url, 'POST', `${rbac}/clusterroles`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: role.metadata.name },
+    rules,
+  });
+  await requestJson(running.url, 'POST', `${rbac}/clusterrolebindings`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: role.metadata.name },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: role.metadata.name,
+    },
+    subjects: [{ kind: 'ServiceAccount', name: 'registration-api', namespace: NAMESPACE }],
+  });
+  await requestJson(running.url, 'POST', `/api/v1/namespaces/${NAMESPACE}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'registration-api' },
+  });
+  const review = (await requestJson(
+    running.url,
+    'POST',
+    `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/registration-api/token`,
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} },
+  )) as { status: { token: string } };
+  return review.status.token;
+}
+
+describe('the registration API as its own ServiceAccount, its role less one verb at a time', () => {
+  let cluster: RunningKubeEmulator;
+  let access: ApiKubeAccess | undefined;
   let token: string;
 
   beforeEach(async () => {
-    denied = await startKubeEmulator({ port: 0 });
-    token = await driverToken(denied.url);
-    access = apiKubeAccess(denied);
+    cluster = await startKubeEmulator({ port: 0 });
+    token = await driverToken(cluster.url);
   });
 
   afterEach(async () => {
-    access.close();
-    await denied.close();
+    access?.close();
+    await cluster.close();
   });
 
-  // The missing rule is a 403 injected for that verb, worded as kube-apiserver's RBAC authorizer
-  // words it, since the emulator's own admin identity (the kubeconfig's) may do anything.
+  it('with the role as rendered, it reviews tokens and access', async () => {
+    access = apiKubeAccess(cluster, await apiIdentity(cluster, undefined));
+    const authenticated = await access.authenticator.authenticate(token);
+    expect(authenticated).toMatchObject({
+      kind: 'authenticated',
+      principal: { scope: { kind: 'node', node: NODE } },
+    });
+    const user = authenticated.kind === 'authenticated' ? authenticated.principal.user : undefined;
+    if (user === undefined) throw new Error('no Kubernetes user');
+    // No grant for the driver's ServiceAccount yet: an answer, not a failure.
+    await expect(access.authorizer.authorize(user, 'create', DRIVER)).resolves.toMatchObject({
+      kind: 'denied',
+    });
+  });
+
   it.each(Object.entries(withoutGrant))('%s', async (grant, check) => {
     const [group = '', resource = '', verb = ''] = grant.split('/');
-    const forbidden = forbiddenMessage(group, resource, verb);
-    denied.emulator.injectFault({
-      verb,
-      resource,
-      status: 403,
-      durationMs: 3_600_000,
-      message: forbidden,
-    });
-    await check(access, token, forbidden);
+    access = apiKubeAccess(cluster, await apiIdentity(cluster, grant));
+    await check(access, token, forbiddenMessage(group, resource, verb));
   });
 });
