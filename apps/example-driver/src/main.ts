@@ -7,7 +7,7 @@ import { parseEndpoint } from '@slicekeeper/proto';
 import { loadConfig } from './config';
 import { loadInventoryFile, watchInventoryFile } from './inventory-file';
 import { profileInventoryFile } from './profiles';
-import { RegistrationClient, RegistrationError } from './registration-client';
+import { RegistrationClient, RegistrationError } from '@slicekeeper/registration-client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
