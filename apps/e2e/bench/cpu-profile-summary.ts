@@ -69,10 +69,10 @@ export function summarizeProfile(profile: CpuProfile, file: string, top: number)
     const frame = byId.get(id);
     if (frame === undefined || frame.functionName === '(idle)') continue;
     busyUs += us;
-    const where =
-      frame.url === ''
-        ? ''
-        : ` ${frame.url.replace(/^.*\/(node_modules|libs|apps)\//, '$1/')}:${frame.lineNumber + 1}`;
+    const path = frame.url.replace(/^.*\/(node_modules|libs|apps)\//, '$1/');
+    // tsx compiles a TypeScript source to one line: its line numbers say nothing.
+    const line = frame.url.endsWith('.ts') ? '' : `:${frame.lineNumber + 1}`;
+    const where = frame.url === '' ? '' : ` ${path}${line}`;
     const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`;
     functions.set(name, (functions.get(name) ?? 0) + us);
     const pkg = packageOf(frame.url, frame.functionName);
