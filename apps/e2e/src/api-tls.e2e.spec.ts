@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { promisify } from 'node:util';
+import { repoRoot } from '@slicekeeper/local-stack';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { RegistrationClient } from '@slicekeeper/registration-client';
 import { System, gpuInventory } from './harness';
@@ -9,6 +12,22 @@ import { createCa, issueServerCertificate, replaceCertificate } from './harness/
 import type { TestCa } from './harness/test-certificates';
 
 const GPU = 'gpu.example.com';
+/** Debian's interpreter, with python3-grpcio and python3-protobuf (not a pyenv one on PATH). */
+const PYTHON = '/usr/bin/python3';
+const run = promisify(execFile);
+
+/** Registers once with the Python SDK's client; prints `registered` or `refused: <error>`. */
+const PYTHON_REGISTER = `
+import sys
+from slicekeeper_driver.registration import PluginIdentity, RegistrationClient, RegistrationError
+url, token, ca_file, endpoint = sys.argv[1:]
+try:
+    RegistrationClient(url, token=token, ca_file=ca_file).register(
+        PluginIdentity(node="node-a", driver="gpu.example.com", endpoint=endpoint))
+    print("registered")
+except RegistrationError as error:
+    print(f"refused: {error}")
+`;
 
 /**
  * Issue 27: bearer tokens do not cross the network in clear text. The registration API serves
@@ -77,6 +96,22 @@ describe('the registration API over HTTPS', () => {
         /UNABLE_TO_VERIFY_LEAF_SIGNATURE|unable to verify the first certificate/,
       ) as unknown,
     });
+  });
+
+  it.each([
+    { name: 'trusts the API through its CA', ca: () => ca, answer: /^registered$/ },
+    {
+      name: 'refuses the API with another CA',
+      ca: () => otherCa,
+      answer: /^refused: POST \/v1\/plugins: .*CERTIFICATE_VERIFY_FAILED/,
+    },
+  ])('the Python SDK’s client (ca_file) $name', async ({ ca: caOf, answer }) => {
+    const { stdout } = await run(
+      PYTHON,
+      ['-c', PYTHON_REGISTER, system.apiUrl, system.nodeToken('node-a'), caOf().certFile, endpoint],
+      { env: { PYTHONPATH: join(repoRoot, 'clients', 'python') }, timeout: 30_000 },
+    );
+    expect(stdout.trim()).toMatch(answer);
   });
 
   it('a rotated certificate is served to new connections without a restart', async () => {

@@ -9,6 +9,7 @@ registration-client.ts.
 from __future__ import annotations
 
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -55,19 +56,26 @@ class RegistrationClient:
         base_url: str,
         *,
         token: Optional[str] = None,
+        ca_file: Optional[str] = None,
         timeout: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """
         Args:
-            base_url: e.g. ``http://registration-api:8080``.
-            token: Bearer token: one bound to the driver's node, or an admin token.
+            base_url: e.g. ``https://registration-api.slicekeeper.svc:8080`` (plain ``http://``
+                only for ``npm start`` and compose: the token would cross the network in clear).
+            token: Bearer token: one bound to the driver's node, an admin token, or the pod's
+                projected ServiceAccount token (audience ``slicekeeper``).
+            ca_file: PEM file of the CA(s) an ``https://`` API's certificate must chain to,
+                instead of the system's roots; read at every request, so that a rotated CA
+                bundle is used without a restart.
             timeout: Bound on each request, seconds.
             sleep, clock: Injected for tests of :meth:`register_until_accepted`.
         """
         self._base_url = base_url
         self._token = token
+        self._ca_file = ca_file
         self._timeout = timeout
         self._sleep = sleep
         self._clock = clock
@@ -129,7 +137,12 @@ class RegistrationClient:
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         where = f"{method} {urllib.parse.urlsplit(url).path}"
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout):
+            # Without a CA file, urllib verifies against the system's roots as usual; an
+            # unreadable one fails as an unreachable API does (OSError below).
+            context = (
+                None if self._ca_file is None else ssl.create_default_context(cafile=self._ca_file)
+            )
+            with urllib.request.urlopen(request, timeout=self._timeout, context=context):
                 return
         except urllib.error.HTTPError as error:
             if method == "DELETE" and error.code == 404:
