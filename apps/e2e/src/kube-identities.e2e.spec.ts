@@ -1,8 +1,10 @@
-import { mkdir } from 'node:fs/promises';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { System, gpuInventory, publishes } from './harness';
-import { KubeIdentities, forgedToken } from './harness/kube-identities';
+import { KubeIdentities, expiredCopy, forgedToken } from './harness/kube-identities';
 import type { DriverPod } from './harness/kube-identities';
 
 const GPU = 'gpu.example.com';
@@ -25,6 +27,11 @@ describe('Kubernetes identities at the registration API', () => {
   let token: string;
   let endpoint: string;
   const inventory = gpuInventory({ devices: 4 });
+  let keyDir: string;
+  /** The emulator's ServiceAccount signing key, PEM: the test can sign as the cluster does. */
+  const signingKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
 
   /** POST /v1/plugins as the driver does, with `bearer`; the status and the error body. */
   async function register(
@@ -42,8 +49,11 @@ describe('Kubernetes identities at the registration API', () => {
   }
 
   beforeAll(async () => {
+    keyDir = await mkdtemp(join(tmpdir(), 'kube-identities-'));
+    await writeFile(join(keyDir, 'sa.key'), signingKey, { mode: 0o600 });
     system = await System.start({
       name: 'kube-identities',
+      emulatorEnv: { SERVICE_ACCOUNT_SIGNING_KEY_FILE: join(keyDir, 'sa.key') },
       nodes: ['node-a', 'node-b'],
       apiKubernetesIdentities: true,
       // Short, so that revocations and new grants show within a scenario.
@@ -67,6 +77,7 @@ describe('Kubernetes identities at the registration API', () => {
   afterAll(async () => {
     await driver?.close();
     await system.close();
+    await rm(keyDir, { recursive: true, force: true });
   });
 
   it('without an RBAC grant the registration is refused: 403 naming the verb and the driver', async () => {
@@ -113,6 +124,17 @@ describe('Kubernetes identities at the registration API', () => {
     },
   ])('a token $name is 401', async ({ bearer }) => {
     expect(await register(await bearer())).toEqual({
+      status: 401,
+      code: 'unauthorized',
+      message: 'a valid bearer token is required',
+    });
+  });
+
+  it('an expired token (signed by the cluster, its exp an hour ago) is 401', async () => {
+    // The same claims re-signed with a future exp are accepted: the signature is the cluster's,
+    // so the 401 is the expiry's.
+    expect((await register(expiredCopy(token, signingKey, -600))).status).toBe(200);
+    expect(await register(expiredCopy(token, signingKey))).toEqual({
       status: 401,
       code: 'unauthorized',
       message: 'a valid bearer token is required',

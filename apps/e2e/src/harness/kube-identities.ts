@@ -1,3 +1,5 @@
+import { createPrivateKey, sign } from 'node:crypto';
+
 /**
  * Kubernetes identities in the kube emulator, as an operator and kubelet make them on a real
  * cluster: ServiceAccounts, Pods, tokens requested for a Pod (what kubelet projects into it),
@@ -134,4 +136,24 @@ export function forgedToken(node: string): string {
     }),
     Buffer.from('not a signature').toString('base64url'),
   ].join('.');
+}
+
+/**
+ * `token` with its times moved so that it expired `ageSeconds` ago (negative: expires later),
+ * signed again with the cluster's ServiceAccount signing key (`SERVICE_ACCOUNT_SIGNING_KEY_FILE`):
+ * a token the cluster did issue, only expired. TokenRequest cannot give one (10 minutes at least).
+ */
+export function expiredCopy(token: string, signingKeyPem: string, ageSeconds = 3600): string {
+  const [header = '', payload = ''] = token.split('.');
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+    exp: number;
+    iat: number;
+    nbf: number;
+  };
+  const lifetime = claims.exp - claims.iat;
+  const exp = Math.floor(Date.now() / 1000) - ageSeconds;
+  const moved = { ...claims, exp, iat: exp - lifetime, nbf: exp - lifetime };
+  const signingInput = `${header}.${Buffer.from(JSON.stringify(moved)).toString('base64url')}`;
+  const signature = sign('sha256', Buffer.from(signingInput), createPrivateKey(signingKeyPem));
+  return `${signingInput}.${signature.toString('base64url')}`;
 }
