@@ -1,7 +1,7 @@
 import { TerminalError, TransientError } from '@slicekeeper/errors';
 import { admissionError } from './admission-error';
 import { admitPlugin } from './admit-plugin';
-import type { AdmitPluginOptions } from './admit-plugin';
+import type { DialAdmission } from './admit-plugin';
 import { EndpointPolicy } from './endpoint-policy';
 import type { AdmittedEndpoint, SocketFileSystem } from './endpoint-policy';
 import type { PluginInfo, PluginProber, RegistrationOutcome } from './plugin-prober';
@@ -42,7 +42,7 @@ const gpu: PluginInfo = {
 
 async function admit(
   info: PluginInfo | undefined | Error,
-  extra: Partial<AdmitPluginOptions<string>> = {},
+  extra: Partial<DialAdmission<string>> = {},
 ) {
   const fake = fakeProber(info);
   const endpoint = await policy.admit('unix:///plugins/gpu.sock');
@@ -160,5 +160,81 @@ describe('admitPlugin', () => {
       register: () => Promise.resolve(1),
     });
     expect(result).toMatchObject({ registered: 1, notifyError: 'connection reset' });
+  });
+
+  describe('probedOnNode (the node-mode watcher dialled it)', () => {
+    const declared = { driver: 'gpu.example.com', supportedVersions: ['1.0.0', 'v9.Future'] };
+    /** A policy whose every file-system call fails: a probed plugin must not need one. */
+    const noFileSystem = new EndpointPolicy({
+      socketDirectories: ['/plugins'],
+      fileSystem: {
+        realpath: () => Promise.reject(new Error('realpath called')),
+        lstat: () => Promise.reject(new Error('lstat called')),
+      },
+    });
+    const admitProbed = (endpoint: string, declaredPlugin = declared) => {
+      const stored: string[] = [];
+      const outcome = admitPlugin({
+        probedOnNode: true,
+        endpoint,
+        declared: declaredPlugin,
+        policy: noFileSystem,
+        register: (plugin) => {
+          stored.push(plugin.endpoint);
+          return Promise.resolve(plugin.version);
+        },
+      }).catch((error: unknown) => error);
+      return { outcome, stored };
+    };
+
+    it('accepts-lexically-inside-the-directories: negotiates from the declared versions, no realpath', async () => {
+      const { outcome, stored } = admitProbed('unix:///plugins/gpu.sock');
+      expect(await outcome).toEqual({
+        plugin: {
+          driver: 'gpu.example.com',
+          version: '1.0.0',
+          endpoint: 'unix:///plugins/gpu.sock',
+          servesRegistration: true,
+        },
+        registered: '1.0.0',
+      });
+      expect(stored).toEqual(['unix:///plugins/gpu.sock']);
+    });
+
+    it.each([
+      [
+        'outside-the-directories',
+        'unix:///etc/gpu.sock',
+        declared,
+        'endpoint-forbidden',
+        /allowed directory/,
+      ],
+      [
+        'dot-dot-out-of-the-directory',
+        'unix:///plugins/../etc/gpu.sock',
+        declared,
+        'invalid-endpoint',
+        /must be normalized/,
+      ],
+      ['tcp-endpoint', '10.0.0.1:5000', declared, 'endpoint-forbidden', /must be a unix socket/],
+      [
+        'no-common-version',
+        'unix:///plugins/gpu.sock',
+        { driver: 'gpu.example.com', supportedVersions: ['v0.Legacy'] },
+        'unsupported-versions',
+        /v0.Legacy/,
+      ],
+      [
+        'invalid-driver-name',
+        'unix:///plugins/gpu.sock',
+        { driver: 'GPU', supportedVersions: ['1.0.0'] },
+        'invalid-driver-name',
+        /driver name "GPU"/,
+      ],
+    ])('refuses-%s and stores nothing', async (_name, endpoint, declaredPlugin, code, message) => {
+      const { outcome, stored } = admitProbed(endpoint, declaredPlugin);
+      expect(await outcome).toMatchObject({ code, message });
+      expect(stored).toEqual([]);
+    });
   });
 });

@@ -28,11 +28,9 @@ export interface AdmittedPlugin {
   servesRegistration: boolean;
 }
 
-export interface AdmitPluginOptions<T> {
-  endpoint: AdmittedEndpoint;
-  declared?: DeclaredPlugin;
-  prober: PluginProber;
-  /** Checks an endpoint the plugin names in GetInfo before it is stored. */
+/** What both ways of admitting a plugin share. */
+interface AdmissionBase<T> {
+  /** Checks an endpoint before it is stored: one GetInfo names, or one probed on its node. */
   policy: EndpointPolicy;
   /**
    * The plugin API versions accepted, most preferred first.
@@ -45,6 +43,30 @@ export interface AdmitPluginOptions<T> {
    */
   register: (plugin: AdmittedPlugin) => Promise<T>;
 }
+
+/** The API dials the plugin itself: GetInfo, checks, store, NotifyRegistrationStatus. */
+export interface DialAdmission<T> extends AdmissionBase<T> {
+  probedOnNode?: false;
+  endpoint: AdmittedEndpoint;
+  declared?: DeclaredPlugin;
+  prober: PluginProber;
+}
+
+/**
+ * An agent on the plugin's node (the node-mode watcher's discovery) has dialled it, asked
+ * GetInfo, checked its socket's real path and will tell it the outcome: the API cannot reach a
+ * socket on another node, nor see that node's file system. Nothing is dialled; the endpoint is
+ * checked as written (a unix socket inside the allowed directories) and the version negotiated
+ * from the declared list. The caller must have made sure that its principal is bound to the
+ * registration's node.
+ */
+export interface ProbedOnNodeAdmission<T> extends AdmissionBase<T> {
+  probedOnNode: true;
+  endpoint: string;
+  declared: Required<DeclaredPlugin>;
+}
+
+export type AdmitPluginOptions<T> = DialAdmission<T> | ProbedOnNodeAdmission<T>;
 
 export interface AdmitPluginResult<T> {
   plugin: AdmittedPlugin;
@@ -62,6 +84,7 @@ export interface AdmitPluginResult<T> {
 export async function admitPlugin<T>(
   options: AdmitPluginOptions<T>,
 ): Promise<AdmitPluginResult<T>> {
+  if (options.probedOnNode === true) return admitProbedOnNode(options);
   const session = await options.prober.connect(options.endpoint);
   try {
     let plugin: AdmittedPlugin;
@@ -88,9 +111,41 @@ export async function admitPlugin<T>(
   }
 }
 
+/**
+ * Admits a plugin an agent on its node probed: the endpoint checked lexically (its real path
+ * was checked on the node, where the file system is), then the same checks of the declared
+ * driver and versions as of a plugin without the registration service. Nobody is told here:
+ * the agent tells the plugin.
+ */
+async function admitProbedOnNode<T>(
+  options: ProbedOnNodeAdmission<T>,
+): Promise<AdmitPluginResult<T>> {
+  const checked = options.policy.check(options.endpoint);
+  if (!checked.ok) throw admissionError(checked.code, checked.message);
+  if (checked.parsed.kind !== 'unix') {
+    throw admissionError(
+      'endpoint-forbidden',
+      `endpoint "${options.endpoint}": a plugin probed on its node must be a unix socket; a TCP endpoint is registered without probedOnNode, and the API dials it`,
+    );
+  }
+  const checkedPlugin = await checkPlugin(undefined, {
+    ...options,
+    endpoint: { endpoint: options.endpoint },
+  });
+  // The agent found it through its registration service; only the API did not ask it.
+  const plugin = { ...checkedPlugin, servesRegistration: true };
+  return { plugin, registered: await options.register(plugin) };
+}
+
+/** What {@link checkPlugin} needs of either way of admitting. */
+interface CheckOptions<T> extends AdmissionBase<T> {
+  endpoint: { endpoint: string };
+  declared?: DeclaredPlugin;
+}
+
 async function checkPlugin<T>(
   info: PluginInfo | undefined,
-  options: AdmitPluginOptions<T>,
+  options: CheckOptions<T>,
 ): Promise<AdmittedPlugin> {
   const supported = options.supportedVersions ?? SUPPORTED_PLUGIN_VERSIONS;
   const declared = options.declared ?? {};

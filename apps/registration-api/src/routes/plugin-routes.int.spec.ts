@@ -1,6 +1,13 @@
+import {
+  KubernetesAuthenticator,
+  KubernetesAuthorizer,
+  NODE_NAME_CLAIM,
+} from '@slicekeeper/admission';
+import type { AccessReviewer, KubernetesUser, TokenReviewer } from '@slicekeeper/admission';
 import { redisKeys } from '@slicekeeper/state/testing';
 import type { InventorySnapshot, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import { RedisServer, uniquePrefix } from '@slicekeeper/testing';
+import { ManualClock } from '@slicekeeper/time/testing';
 import type { FakePlugin } from '../testing/api-harness';
 import {
   ApiHarness,
@@ -186,6 +193,202 @@ describe('plugin routes', () => {
       expect(jobs.map((job) => job.data)).toEqual([
         { node: 'node-a', driver: 'gpu.example.com', reason: 'registered' },
       ]);
+    });
+  });
+
+  describe('POST /v1/plugins with probedOnNode (the node-mode watcher dialled the socket)', () => {
+    const probed = {
+      node: 'node-a',
+      endpoint: GPU,
+      driver: 'gpu.example.com',
+      supportedVersions: ['1.0.0', 'v1.ResourcePublisher'],
+      probedOnNode: true,
+    };
+
+    it('own-node-token-201: stores with the negotiated version, dials nothing, tells nothing', async () => {
+      const res = await register(probed, nodeA);
+      expect(res.statusCode).toBe(201);
+      expect(res.json()).toMatchObject({
+        node: 'node-a',
+        driver: 'gpu.example.com',
+        endpoint: GPU,
+        version: 'v1.ResourcePublisher',
+      });
+      expect(h.prober.connects).toEqual([]);
+      expect(h.prober.told).toEqual([]);
+      expect(await h.store.get({ node: 'node-a', driver: 'gpu.example.com' })).toEqual([
+        res.json(),
+      ]);
+      const again = await register(probed, nodeA);
+      expect(again.statusCode).toBe(200);
+    });
+
+    it.each([
+      {
+        name: 'another-node-403',
+        body: { ...probed, node: 'node-b' },
+        headers: nodeA,
+        status: 403,
+        code: 'forbidden',
+        message: /token "node-a" may only act on its own node/,
+      },
+      {
+        name: 'admin-403-says-why',
+        body: probed,
+        headers: admin,
+        status: 403,
+        code: 'forbidden',
+        message:
+          /^probedOnNode is accepted only from a token bound to node "node-a", whose agent dialled the socket there; an admin token \("ops"\) may not vouch for a socket it cannot see/,
+      },
+      {
+        name: 'missing-driver-400',
+        body: { ...probed, driver: undefined },
+        headers: nodeA,
+        status: 400,
+        code: 'invalid-request',
+        message: /^invalid body: body.driver$/,
+        details: [{ field: 'body.driver', message: 'Required value when probedOnNode is true' }],
+      },
+      {
+        name: 'missing-supported-versions-400',
+        body: { ...probed, supportedVersions: undefined },
+        headers: nodeA,
+        status: 400,
+        code: 'invalid-request',
+        message: /^invalid body: body.supportedVersions$/,
+        details: [
+          { field: 'body.supportedVersions', message: 'Required value when probedOnNode is true' },
+        ],
+      },
+      {
+        name: 'endpoint-outside-the-socket-dirs-403-without-a-dial',
+        body: { ...probed, endpoint: 'unix:///run/evil/gpu.sock' },
+        headers: nodeA,
+        status: 403,
+        code: 'endpoint-forbidden',
+        message: /sockets must be inside an allowed directory \(\/var\/lib\/kubelet\/plugins\)/,
+      },
+      {
+        name: 'tcp-endpoint-403',
+        body: { ...probed, endpoint: '10.0.0.5:9000' },
+        headers: nodeA,
+        status: 403,
+        code: 'endpoint-forbidden',
+        message: /must be a unix socket/,
+      },
+      {
+        name: 'no-common-version-422',
+        body: { ...probed, supportedVersions: ['v0.Legacy'] },
+        headers: nodeA,
+        status: 422,
+        code: 'unsupported-versions',
+        message: /v0.Legacy/,
+      },
+    ])(
+      '$name, nothing stored or dialled',
+      async ({ body, headers, status, code, message, details }) => {
+        const before = await h.redisState();
+        const res = await register(body, headers);
+        expect(res.statusCode).toBe(status);
+        expect(res.json()).toMatchObject({
+          code,
+          message: expect.stringMatching(message) as unknown,
+          details: details ?? [],
+        });
+        expect(h.prober.connects).toEqual([]);
+        expect(h.prober.told).toEqual([]);
+        expect(await h.redisState()).toEqual(before);
+      },
+    );
+
+    describe('with a ServiceAccount token (TokenReview node claim, SubjectAccessReview)', () => {
+      const user = (node: string | undefined): KubernetesUser => ({
+        username: 'system:serviceaccount:slicekeeper:plugin-watcher',
+        uid: 'uid-watcher',
+        groups: ['system:serviceaccounts', 'system:authenticated'],
+        extra: node === undefined ? {} : { [NODE_NAME_CLAIM]: [node] },
+      });
+      const tokens = new Map([
+        ['watcher-on-node-a-0123456789abcdef0123456789', user('node-a')],
+        ['controller-no-node-0123456789abcdef0123456789', user(undefined)],
+      ]);
+      let asked: string[];
+      let granted: boolean;
+      const reviewer: TokenReviewer & AccessReviewer = {
+        reviewToken: (token) => {
+          const found = tokens.get(token);
+          return Promise.resolve(
+            found === undefined
+              ? { authenticated: false as const, error: 'invalid bearer token' }
+              : { authenticated: true as const, user: found, audiences: ['slicekeeper'] },
+          );
+        },
+        reviewAccess: (_user, attributes) => {
+          asked.push(`${attributes.verb} ${attributes.name ?? '*'}`);
+          return Promise.resolve({ allowed: granted, reason: '' });
+        },
+      };
+
+      beforeEach(async () => {
+        asked = [];
+        granted = true;
+        await h.close();
+        const clock = new ManualClock();
+        h = await new ApiHarness({
+          redisUrl: server.url,
+          prefix: uniquePrefix('api'),
+          kubernetes: {
+            authenticator: new KubernetesAuthenticator({ reviewer, clock }),
+            authorizer: new KubernetesAuthorizer({ reviewer, clock }),
+          },
+        }).ready();
+      });
+
+      it.each([
+        {
+          name: 'node-claim-equals-node-201-after-subject-access-review',
+          token: 'watcher-on-node-a-0123456789abcdef0123456789',
+          grant: true,
+          node: 'node-a',
+          status: 201,
+          message: undefined,
+        },
+        {
+          name: 'node-claim-of-another-node-403',
+          token: 'watcher-on-node-a-0123456789abcdef0123456789',
+          grant: true,
+          node: 'node-b',
+          status: 403,
+          message: /bound to node "node-a" by its authentication.kubernetes.io\/node-name claim/,
+        },
+        {
+          name: 'no-node-claim-on-the-cluster-key-403',
+          token: 'controller-no-node-0123456789abcdef0123456789',
+          grant: true,
+          node: '',
+          status: 403,
+          message:
+            /^probedOnNode is accepted only from a token bound to a node, .*has no node claim/,
+        },
+        {
+          name: 'rbac-denies-the-driver-403',
+          token: 'watcher-on-node-a-0123456789abcdef0123456789',
+          grant: false,
+          node: 'node-a',
+          status: 403,
+          message: /may not create plugins.slicekeeper.dev "gpu.example.com"/,
+        },
+      ])('$name', async ({ token, grant, node, status, message }) => {
+        granted = grant;
+        const res = await register({ ...probed, node }, auth(token));
+        expect(res.statusCode).toBe(status);
+        if (message !== undefined) {
+          expect(res.json()).toMatchObject({ message: expect.stringMatching(message) as unknown });
+        }
+        expect(h.prober.connects).toEqual([]);
+        if (status === 201 || !grant) expect(asked).toContain('create gpu.example.com');
+      });
     });
   });
 

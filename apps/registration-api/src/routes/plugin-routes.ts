@@ -3,7 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RedisClient } from '@slicekeeper/queue';
 import { admitPlugin } from '@slicekeeper/admission';
-import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
+import type {
+  AdmittedPlugin,
+  EndpointPolicy,
+  PluginProber,
+  Principal,
+  TokenAuthority,
+} from '@slicekeeper/admission';
 import { keyId, pluginPath, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, SyncReason } from '@slicekeeper/contracts';
 import { RegistrationRefusedError, apiRateLimitNamespace } from '@slicekeeper/state';
@@ -103,7 +109,7 @@ export async function pluginRoutes(
         security: SECURITY,
         summary: 'Register a plugin endpoint',
         description:
-          'Dials the endpoint, asks the plugin who it is (Registration.GetInfo), checks it, stores the registration and tells the plugin (NotifyRegistrationStatus). 201 when new, 200 when the endpoint was registered already.',
+          'Dials the endpoint, asks the plugin who it is (Registration.GetInfo), checks it, stores the registration and tells the plugin (NotifyRegistrationStatus). With `probedOnNode` (an agent on the node did the dial, GetInfo and the telling) nothing is dialled: the endpoint is checked as written and the declared driver and versions are used. 201 when new, 200 when the endpoint was registered already.',
         body: registerPluginBodySchema,
         response: {
           200: registrationSchema,
@@ -113,25 +119,25 @@ export async function pluginRoutes(
       },
     },
     async (request, reply) => {
-      const { node, endpoint, driver, supportedVersions } = request.body;
-      authorizeNode(request, node);
+      const { node, endpoint, driver, supportedVersions, probedOnNode } = request.body;
+      const principal = authorizeNode(request, node);
+      if (probedOnNode === true) refuseProbeUnlessBound(principal, node);
       if (driver !== undefined) await authorizeDriver(request, 'create', driver);
-      const admitted = await options.endpointPolicy.admit(endpoint);
+      // A probed plugin's socket is on another node: its real path was checked there. (The
+      // schema requires driver and supportedVersions with probedOnNode.)
+      const how =
+        probedOnNode === true && driver !== undefined && supportedVersions !== undefined
+          ? { kind: 'probed' as const, declared: { driver, supportedVersions } }
+          : { kind: 'dial' as const, admitted: await options.endpointPolicy.admit(endpoint) };
       const log = request.log.child({ node, endpoint });
       let result;
       try {
-        result = await admitPlugin({
-          endpoint: admitted,
-          declared: {
-            ...(driver === undefined ? {} : { driver }),
-            ...(supportedVersions === undefined ? {} : { supportedVersions }),
-          },
-          prober: options.prober,
+        const common = {
           policy: options.endpointPolicy,
           ...(options.supportedVersions === undefined
             ? {}
             : { supportedVersions: options.supportedVersions }),
-          register: async (plugin) => {
+          register: async (plugin: AdmittedPlugin) => {
             // Cached when the request named the driver; asked now when only GetInfo did.
             await authorizeDriver(request, 'create', plugin.driver);
             const key = { node, driver: plugin.driver };
@@ -149,7 +155,19 @@ export async function pluginRoutes(
               throw error;
             }
           },
-        });
+        };
+        result =
+          how.kind === 'probed'
+            ? await admitPlugin({ ...common, probedOnNode: true, endpoint, declared: how.declared })
+            : await admitPlugin({
+                ...common,
+                endpoint: how.admitted,
+                declared: {
+                  ...(driver === undefined ? {} : { driver }),
+                  ...(supportedVersions === undefined ? {} : { supportedVersions }),
+                },
+                prober: options.prober,
+              });
       } catch (error) {
         metrics.registrations.inc({ node, result: 'refused' });
         throw error;
@@ -166,7 +184,12 @@ export async function pluginRoutes(
       }
       metrics.registrations.inc({ node, result: created ? 'created' : 'refreshed' });
       log.info(
-        { driver: registration.driver, version: registration.version, created },
+        {
+          driver: registration.driver,
+          version: registration.version,
+          created,
+          ...(how.kind === 'probed' ? { probedOnNode: true } : {}),
+        },
         'registered',
       );
       return reply
@@ -275,6 +298,26 @@ export async function pluginRoutes(
       }
       return statusOf(statusReader, key, registrations);
     },
+  );
+}
+
+/**
+ * Throws 403 unless `principal` is bound to `node` (a node-bound static token, or a
+ * ServiceAccount token whose node claim is `node`): with `probedOnNode` the API stores an
+ * endpoint it has not dialled, trusting that the caller checked the socket's real path on that
+ * node — which only an agent of that node can have done. `authorizeNode` has already refused
+ * another node.
+ */
+function refuseProbeUnlessBound(principal: Principal, node: string): void {
+  if (principal.scope.kind === 'node') return;
+  const who =
+    principal.scope.kind === 'admin'
+      ? `an admin token ("${principal.name}")`
+      : `the token of ${principal.name}, which has no node claim,`;
+  throw new HttpError(
+    403,
+    'forbidden',
+    `probedOnNode is accepted only from a token bound to ${node === '' ? 'a node' : `node "${node}"`}, whose agent dialled the socket there; ${who} may not vouch for a socket it cannot see — register without probedOnNode and the API dials the plugin itself`,
   );
 }
 

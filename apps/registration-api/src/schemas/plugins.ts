@@ -85,9 +85,29 @@ export const registerPluginBodySchema = z
       .min(1, 'must list at least one version')
       .max(16, 'must list at most 16 versions')
       .optional()
-      .describe('Used only when the plugin does not serve the registration service.'),
+      .describe(
+        'Used only when the plugin does not serve the registration service, or with `probedOnNode`.',
+      ),
+    probedOnNode: z
+      .boolean()
+      .optional()
+      .describe(
+        "True when the caller, an agent on the plugin's node (the node-mode watcher's discovery), has already dialled the plugin's socket, asked it GetInfo, checked the socket's real path against the endpoint policy and tells the plugin the outcome itself: the API cannot reach a socket on another node. The API then dials nothing and tells the plugin nothing; it checks the endpoint as written (a unix socket inside PLUGIN_SOCKET_DIRS), negotiates the version from `supportedVersions`, and authorizes as usual. Requires `driver` and `supportedVersions`, and a token bound to `node` (a node-bound static token, or a ServiceAccount token whose node claim is `node`): 403 for any other caller, an admin too.",
+      ),
   })
-  .strict();
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.probedOnNode !== true) return;
+    for (const field of ['driver', 'supportedVersions'] as const) {
+      if (body[field] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: 'Required value when probedOnNode is true',
+        });
+      }
+    }
+  });
 export type RegisterPluginBody = z.infer<typeof registerPluginBodySchema>;
 
 export const pluginParamsSchema = z
