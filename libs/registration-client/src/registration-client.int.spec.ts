@@ -188,16 +188,33 @@ describe('RegistrationClient', () => {
       ).resolves.toEqual(REGISTRATION);
     });
 
-    it('refuses an API whose certificate the CA did not sign, sending no token', async () => {
-      const client = new RegistrationClient({
-        baseUrl: httpsUrl,
-        token: 'secret',
-        caFile: join(dir, 'other-ca.pem'),
-      });
-      await expect(
-        client.register({ node: 'node-a', endpoint: 'unix:///run/p/gpu.sock' }),
-      ).rejects.toMatchObject({ message: /self-signed certificate|unable to verify/ });
-      expect(seen).toEqual([]);
-    });
+    it.each([
+      {
+        name: 'another-ca-file',
+        caFile: 'other-ca.pem',
+        trustedBy: () => join(dir, 'other-ca.pem'),
+      },
+      {
+        name: 'the-system-cas',
+        caFile: undefined,
+        trustedBy: () => 'the system CAs (set REGISTRATION_API_CA_FILE to the CA that signed it)',
+      },
+    ])(
+      'refuses an API whose certificate $name did not sign, saying so, sending no token',
+      async ({ caFile, trustedBy }) => {
+        const client = new RegistrationClient({
+          baseUrl: httpsUrl,
+          token: 'secret',
+          ...(caFile === undefined ? {} : { caFile: join(dir, caFile) }),
+        });
+        await expect(
+          client.register({ node: 'node-a', endpoint: 'unix:///run/p/gpu.sock' }),
+        ).rejects.toMatchObject({
+          message: `POST /v1/plugins: the registration API's certificate is not trusted by ${trustedBy()}: DEPTH_ZERO_SELF_SIGNED_CERT`,
+          retryable: true,
+        });
+        expect(seen).toEqual([]);
+      },
+    );
   });
 });

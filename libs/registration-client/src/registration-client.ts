@@ -41,8 +41,14 @@ export interface RegisterRequest {
   endpoint: string;
   /** Required when the endpoint does not serve the registration service, else checked. */
   driver?: string;
-  /** Used when the endpoint does not serve the registration service. */
+  /** Used when the endpoint does not serve the registration service, or with `probedOnNode`. */
   supportedVersions?: readonly string[];
+  /**
+   * The caller, an agent on `node`, has dialled the plugin, asked GetInfo, checked the socket's
+   * real path and tells the plugin itself: the API then dials nothing (it cannot reach a socket
+   * on another node). Needs `driver`, `supportedVersions` and a token bound to `node`.
+   */
+  probedOnNode?: boolean;
 }
 
 export interface DeregisterOptions {
@@ -74,6 +80,24 @@ interface Answer {
   body: string;
 }
 
+/**
+ * OpenSSL's verification failures as node reports them (`error.code`): the peer's certificate
+ * does not chain to a trusted CA, or is not valid now.
+ */
+const CERTIFICATE_ERRORS: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'INVALID_CA',
+]);
+
 /** Largest answer read, bytes: a registration is a few hundred; the bound keeps a bad peer out. */
 const MAX_ANSWER_BYTES = 256 * 1024;
 
@@ -91,7 +115,8 @@ export class RegistrationClient {
   }
 
   /**
-   * Registers the plugin; the API probes it with GetInfo before it answers. Resolves with the
+   * Registers the plugin; the API probes it with GetInfo before it answers, unless the request
+   * says `probedOnNode`. Resolves with the
    * stored registration (its driver, agreed version and stored endpoint).
    */
   async register(plugin: RegisterRequest): Promise<Registration> {
@@ -129,7 +154,9 @@ export class RegistrationClient {
     try {
       answer = await this.send(method, url, body);
     } catch (error) {
-      throw new RegistrationError(`${where}: ${errorMessage(error)}`, true, undefined, {
+      // Retryable even when the certificate is not trusted: the CA file is read at every
+      // request, and a rotation may be half-way (new certificate served, bundle not yet synced).
+      throw new RegistrationError(`${where}: ${this.failureMessage(url, error)}`, true, undefined, {
         cause: error,
       });
     }
@@ -140,6 +167,26 @@ export class RegistrationClient {
       answer.status === 429 || answer.status >= 500,
       answer.status,
     );
+  }
+
+  /**
+   * Why a request got no answer, in words an operator can act on: a TLS verification failure
+   * names the CA the certificate was checked against and OpenSSL's code, not just
+   * "unable to verify the first certificate".
+   */
+  private failureMessage(url: URL, error: unknown): string {
+    const code = errorCode(error);
+    const trustedBy =
+      this.options.caFile === undefined
+        ? 'the system CAs (set REGISTRATION_API_CA_FILE to the CA that signed it)'
+        : this.options.caFile;
+    if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+      return `the registration API's certificate does not name ${url.hostname} (its subjectAltName): ${code}`;
+    }
+    if (code !== undefined && CERTIFICATE_ERRORS.has(code)) {
+      return `the registration API's certificate is not trusted by ${trustedBy}: ${code}`;
+    }
+    return errorMessage(error);
   }
 
   private async send(method: string, url: URL, body: unknown): Promise<Answer> {
@@ -204,4 +251,10 @@ function answerMessage(body: string): string {
     }
   }
   return body;
+}
+
+/** A node error's `code`; duck-typed, as errors of node's TLS layer need not be of this realm. */
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
 }
