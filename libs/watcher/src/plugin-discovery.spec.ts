@@ -74,6 +74,7 @@ class FakeProber implements PluginProber {
 /** The registration API: answers POST with a registration, or with the next scripted refusal. */
 class FakeRegistrar implements DiscoveryRegistrar {
   readonly calls: string[] = [];
+  readonly requests: RegisterRequest[] = [];
   readonly refusals: Error[] = [];
   /** When set, register waits for it: a registration in flight. */
   gate: Promise<void> | undefined;
@@ -81,6 +82,7 @@ class FakeRegistrar implements DiscoveryRegistrar {
   maxInFlight = 0;
   async register(request: RegisterRequest): Promise<Registration> {
     this.calls.push(`POST ${request.node}/${request.driver ?? ''} ${request.endpoint}`);
+    this.requests.push(request);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
@@ -141,6 +143,16 @@ describe('PluginDiscovery', () => {
     await discovery.start();
     await flushPromises();
     expect(registrar.calls).toEqual([`POST ${NODE}/gpu.example.com unix://${DIR}/gpu.sock`]);
+    // probedOnNode: the API dials nothing, so the plugin is told once, by the watcher.
+    expect(registrar.requests).toEqual([
+      {
+        node: NODE,
+        endpoint: `unix://${DIR}/gpu.sock`,
+        driver: 'gpu.example.com',
+        supportedVersions: ['v1.ResourcePublisher'],
+        probedOnNode: true,
+      },
+    ]);
     expect(prober.told.get(`${DIR}/gpu.sock`)).toEqual([{ registered: true }]);
     expect(discovery.registered).toBe(1);
     await discovery.close();
@@ -157,6 +169,42 @@ describe('PluginDiscovery', () => {
     directory.put('k130-reg.sock', 'i1');
     await settle();
     expect(registrar.calls).toEqual([`POST ${NODE}/gpu.example.com unix:///run/drivers/k130.sock`]);
+    await discovery.close();
+  });
+
+  it('refuses a plugin whose GetInfo names a service socket that is really outside the allowed directories, and tells it why', async () => {
+    const { directory, prober, registrar, discovery, settle, clock } = setup({
+      '/run/drivers/k130.sock': '/var/run/docker.sock',
+    });
+    await discovery.start();
+    prober.infos.set(`${DIR}/k130-reg.sock`, { ...GPU, endpoint: '/run/drivers/k130.sock' });
+    directory.put('k130-reg.sock', 'i1');
+    await settle();
+    await clock.advance(60_000);
+    expect(registrar.calls).toEqual([]);
+    expect(prober.told.get(`${DIR}/k130-reg.sock`)).toEqual([
+      {
+        registered: false,
+        error: expect.stringContaining('the socket is really /var/run/docker.sock') as unknown,
+      },
+    ]);
+    await discovery.close();
+  });
+
+  it('leaves a TCP endpoint GetInfo names to the API to dial and check (no probedOnNode)', async () => {
+    const { directory, prober, registrar, discovery, settle } = setup();
+    await discovery.start();
+    prober.infos.set(`${DIR}/net-reg.sock`, { ...GPU, endpoint: '10.0.0.7:9000' });
+    directory.put('net-reg.sock', 'i1');
+    await settle();
+    expect(registrar.requests).toEqual([
+      {
+        node: NODE,
+        endpoint: '10.0.0.7:9000',
+        driver: 'gpu.example.com',
+        supportedVersions: ['v1.ResourcePublisher'],
+      },
+    ]);
     await discovery.close();
   });
 

@@ -81,9 +81,11 @@ type Attempt = { kind: 'done' } | { kind: 'refused' } | { kind: 'failed'; reason
  * Kubelet-style plugin discovery for the node-mode watcher (kubelet's pluginwatcher and
  * reconciler, pkg/kubelet/pluginmanager): a socket that appears in the registration directory
  * is checked with the endpoint policy, dialled, asked `GetInfo`, checked (type `DRAPlugin`, the
- * driver name, a supported version), registered through the registration API with the
- * watcher's own token — so every check of the API applies — and told the outcome with
- * `NotifyRegistrationStatus`. A socket that goes is deregistered through the API, so its slices
+ * driver name, a supported version; the real path of the service socket GetInfo names),
+ * registered through the registration API with the watcher's own token, bound to this node, as
+ * `probedOnNode` — the API, which cannot reach a socket on this node, then checks the endpoint
+ * as written, the driver and the version, and authorizes, but dials nothing — and told the
+ * outcome with `NotifyRegistrationStatus`, once. A socket that goes is deregistered through the API, so its slices
  * are withdrawn after the API's removal grace. The endpoint registered is GetInfo's `endpoint`
  * when the plugin names one (its resource service), else the registration socket itself.
  *
@@ -332,6 +334,29 @@ export class PluginDiscovery {
         return { kind: 'refused' };
       }
       const endpoint = serviceEndpoint(info, socket);
+      const local = endpoint.startsWith('unix://');
+      if (local && endpoint !== `unix://${socket}`) {
+        // The API will not see this socket's real path: it is checked here, on its node.
+        const serviceProblem = await this.options.policy.admit(endpoint).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        if (serviceProblem !== undefined) {
+          if (!isTerminal(serviceProblem)) {
+            return { kind: 'failed', reason: errorMessage(serviceProblem) };
+          }
+          logger.warn(
+            { socket, driver: info.name, endpoint, err: errorMessage(serviceProblem) },
+            'plugin socket refused',
+          );
+          await this.tell(session, socket, {
+            registered: false,
+            error: errorMessage(serviceProblem),
+          });
+          entry.refused = identity;
+          return { kind: 'refused' };
+        }
+      }
       let registration: Registration;
       try {
         registration = await this.options.registrar.register({
@@ -339,6 +364,9 @@ export class PluginDiscovery {
           endpoint,
           driver: info.name,
           supportedVersions: info.supportedVersions,
+          // A socket on this node: the API cannot dial it, and must not tell the plugin twice.
+          // A TCP endpoint GetInfo names the API dials and checks itself.
+          ...(local ? { probedOnNode: true } : {}),
         });
       } catch (error) {
         await this.tell(session, socket, { registered: false, error: errorMessage(error) });
