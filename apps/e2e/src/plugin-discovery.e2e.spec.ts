@@ -185,6 +185,13 @@ describe('kubelet-style plugin discovery (node-mode watcher, registration direct
         endpoint: `unix://${join(system.stateDir, 'sockets', NODE, `${driver}-130.sock`)}`,
       }),
     ]);
-    expect(k130.told).toContainEqual(expect.objectContaining({ pluginRegistered: true }));
+    // Told once, by the watcher: it registered the socket as probedOnNode, and the API, which
+    // in a cluster cannot reach a socket on another node, dialled nothing.
+    expect(k130.told).toEqual([expect.objectContaining({ pluginRegistered: true })]);
+    expect(
+      (await system.logEntries('registration-api')).filter(
+        (e) => e.msg === 'registered' && e.driver === driver,
+      ),
+    ).toEqual([expect.objectContaining({ probedOnNode: true })]);
   }, 60_000);
 });
