@@ -55,6 +55,12 @@ export const exampleDriverConfigSchema = z.object({
     .describe(
       'File holding the bearer token sent to REGISTRATION_API_URL (a token bound to NODE_NAME, or an admin token).',
     ),
+  REGISTRATION_API_CA_FILE: z
+    .string()
+    .optional()
+    .describe(
+      'PEM CA bundle an https REGISTRATION_API_URL’s certificate must chain to, re-read at every request; the system roots when unset.',
+    ),
   FAULT: z
     .enum(faults, { message: `must be one of ${faults.join(', ')}` })
     .default('none')

@@ -63,6 +63,9 @@ async function main(): Promise<void> {
           ...(config.REGISTRATION_TOKEN_FILE === undefined
             ? {}
             : { token: (await readFile(config.REGISTRATION_TOKEN_FILE, 'utf8')).trim() }),
+          ...(config.REGISTRATION_API_CA_FILE === undefined
+            ? {}
+            : { caFile: config.REGISTRATION_API_CA_FILE }),
         });
 
   installShutdown({
