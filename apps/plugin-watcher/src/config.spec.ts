@@ -55,9 +55,14 @@ describe('plugin-watcher config', () => {
         NODE_NAME: 'node-a',
         REGISTRATION_API_URL: 'https://registration-api:8443',
         REGISTRATION_TOKEN_FILE: '/var/run/secrets/slicekeeper/token',
+        REGISTRATION_API_CA_FILE: '/var/run/secrets/slicekeeper/ca.crt',
         ...env,
       }),
-    ).toMatchObject({ PLUGIN_REGISTRATION_DIR: env.PLUGIN_REGISTRATION_DIR });
+    ).toMatchObject({
+      PLUGIN_REGISTRATION_DIR: env.PLUGIN_REGISTRATION_DIR,
+      // The one name of the CA variable, as the example driver and the SDKs spell it.
+      REGISTRATION_API_CA_FILE: '/var/run/secrets/slicekeeper/ca.crt',
+    });
   });
 
   it.each([

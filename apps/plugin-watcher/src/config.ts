@@ -63,7 +63,7 @@ export const pluginWatcherConfigSchema = z
       .describe(
         'Discovery: the bearer token presented to the registration API (a projected ServiceAccount token bound to the pod, or a node token), re-read at every request.',
       ),
-    REGISTRATION_CA_FILE: z
+    REGISTRATION_API_CA_FILE: z
       .string()
       .optional()
       .describe(

@@ -56,9 +56,9 @@ void runService({
               ...(config.REGISTRATION_TOKEN_FILE === undefined
                 ? {}
                 : { tokenFile: config.REGISTRATION_TOKEN_FILE }),
-              ...(config.REGISTRATION_CA_FILE === undefined
+              ...(config.REGISTRATION_API_CA_FILE === undefined
                 ? {}
-                : { caFile: config.REGISTRATION_CA_FILE }),
+                : { caFile: config.REGISTRATION_API_CA_FILE }),
             }),
             rescanMs: config.DISCOVERY_RESCAN_INTERVAL,
             logger: logger.child({ component: 'discovery' }),
