@@ -111,10 +111,18 @@ function failoverScenario(name: string, start: () => Promise<FailingRedis>): voi
     expect(await system.kubectlSlices()).toHaveLength(drivers.length);
     // The same processes: they reconnected, nobody restarted them.
     expect(SERVICES.map((service) => system.servicePid(service))).toEqual(pids);
+    // Each process logs the end of its outage once its last connection answers a PING, which
+    // can come after its first successful command on a busy machine: waited for, not assumed.
+    const logged = async (service: (typeof SERVICES)[number]) =>
+      (await system.logEntries(service)).map((entry) => entry.msg);
+    await system.until('every service to log that Redis is back', async () => {
+      for (const service of SERVICES) {
+        if (!(await logged(service)).includes('redis reconnected')) return false;
+      }
+      return true;
+    });
     for (const service of SERVICES) {
-      const messages = (await system.logEntries(service)).map((entry) => entry.msg);
-      expect(messages).toContain('redis unavailable');
-      expect(messages).toContain('redis reconnected');
+      expect(await logged(service)).toContain('redis unavailable');
     }
     const metrics = await system.syncerMetrics();
     expect(metrics).toMatch(/^slicekeeper_redis_outages_total\{[^}]*\} [1-9]/m);
