@@ -18,8 +18,6 @@ export { RedisClusterGroup, RedisCliNotInstalledError } from './redis-cluster';
 export type { RedisClusterGroupOptions } from './redis-cluster';
 export { generateStackTokens, tokenFileJson, writeStackTokens } from './stack-tokens';
 export type { StackTokens } from './stack-tokens';
-export { PluginStatusClient } from './plugin-status-client';
-export type { PluginStatusClientOptions, StackPlugin } from './plugin-status-client';
 export { createEmulatorNodes } from './emulator-nodes';
 export {
   CONFIG_END,

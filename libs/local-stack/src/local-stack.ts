@@ -4,9 +4,9 @@ import { errorMessage } from '@slicekeeper/errors';
 import { ChildRestarts } from './child-restarts';
 import type { ChildRestartsOptions } from './child-restarts';
 import { featureGatesUsed, isClusterScoped, loadDriverProfile } from './driver-profiles';
+import { RegistrationClient } from '@slicekeeper/registration-client';
 import { createEmulatorNodes } from './emulator-nodes';
 import { LogPrefixer } from './log-prefixer';
-import { PluginStatusClient } from './plugin-status-client';
 import { RedisNotInstalledError, RedisServer, freePort } from './redis-server';
 import { generateStackTokens, writeStackTokens } from './stack-tokens';
 import { SupervisedProcess, appCommand, inheritedEnv } from './supervised-process';
@@ -230,7 +230,7 @@ export class LocalStack {
 
     const listening = await this.waitFor(api, (e) => /^Server listening at /.test(e.msg ?? ''));
     const apiUrl = (listening.msg ?? '').replace(/^Server listening at /, '');
-    const statusClient = new PluginStatusClient({ apiUrl });
+    const statusClient = new RegistrationClient({ baseUrl: apiUrl, token: tokens.admin });
     // The nodes must exist before the drivers register, or the syncers park them as node-missing.
     const emulatorUrl = await emulator;
     await Promise.all([
@@ -238,7 +238,7 @@ export class LocalStack {
       ...syncers.map((syncer) => this.waitFor(syncer, (e) => e.msg === 'started')),
       ...drivers.map(({ process: driver }) => this.waitFor(driver, (e) => e.msg === 'registered')),
     ]);
-    await this.waitForSlices(statusClient, tokens.admin);
+    await this.waitForSlices(statusClient);
 
     return {
       apiUrl,
@@ -426,14 +426,16 @@ export class LocalStack {
   }
 
   /** Waits until the syncers have published every driver's slices (through the API's status). */
-  private async waitForSlices(statusClient: PluginStatusClient, adminToken: string): Promise<void> {
+  private async waitForSlices(statusClient: RegistrationClient): Promise<void> {
     const deadline = Date.now() + this.options.startTimeoutMs;
     const pending = new Set(this.driverNodes);
     while (pending.size > 0) {
       for (const node of [...pending]) {
-        const slices = await statusClient
-          .publishedSlices({ node, driver: this.options.driverName, token: adminToken })
-          .catch(() => undefined);
+        const slices = publishedSlices(
+          await statusClient
+            .status({ node, driver: this.options.driverName })
+            .catch(() => undefined),
+        );
         if (slices !== undefined) {
           pending.delete(node);
           this.say(
@@ -499,4 +501,16 @@ function emulatorKubeconfig(server: string): string {
     null,
     2,
   )}\n`;
+}
+
+/**
+ * The names of a plugin's published ResourceSlices, from its status as the registration API
+ * reports it, once its last sync succeeded; else undefined.
+ */
+function publishedSlices(status: unknown): string[] | undefined {
+  const sync = (status as { sync?: { outcome?: unknown; slices?: unknown } } | undefined)?.sync;
+  if (sync?.outcome !== 'synced' || !Array.isArray(sync.slices) || sync.slices.length === 0) {
+    return undefined;
+  }
+  return sync.slices.map(String);
 }

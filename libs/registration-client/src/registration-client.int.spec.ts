@@ -111,6 +111,20 @@ describe('RegistrationClient', () => {
     });
   });
 
+  it('reads a plugin’s status, a cluster-scoped one at _cluster, and a plugin not registered as none', async () => {
+    const client = new RegistrationClient({ baseUrl, token: 'admin-token' });
+    const status = { node: '', driver: 'fabric.example.com', sync: { outcome: 'synced' } };
+    next = { status: 200, body: status };
+    expect(await client.status({ node: '', driver: 'fabric.example.com' })).toEqual(status);
+    expect(seen[0]).toMatchObject({
+      method: 'GET',
+      url: '/v1/plugins/_cluster/fabric.example.com',
+      authorization: 'Bearer admin-token',
+    });
+    next = { status: 404, body: { code: 'not-found', message: 'not registered', details: [] } };
+    expect(await client.status({ node: 'node-a', driver: 'gpu.example.com' })).toBeUndefined();
+  });
+
   it.each([
     { name: 'forbidden', status: 403, retryable: false, message: /403 forbidden: not yours/ },
     { name: 'rate-limited', status: 429, retryable: true, message: /429 rate-limited/ },

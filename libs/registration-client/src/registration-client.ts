@@ -103,9 +103,9 @@ const MAX_ANSWER_BYTES = 256 * 1024;
 
 /**
  * A client of the registration API's plugin routes (`POST /v1/plugins`,
- * `DELETE /v1/plugins/{node}/{driver}`): what kubelet's plugin watcher does when a plugin socket
- * appears or goes, for the node-mode watcher's discovery and for drivers that register
- * themselves.
+ * `DELETE` and `GET /v1/plugins/{node}/{driver}`): what kubelet's plugin watcher does when a
+ * plugin socket appears or goes, for the node-mode watcher's discovery and for drivers that
+ * register themselves; and a plugin's status, for the local stack's start-up.
  */
 export class RegistrationClient {
   private readonly timeoutMs: number;
@@ -147,6 +147,15 @@ export class RegistrationClient {
     await this.request('DELETE', `${pluginPath(plugin)}${search}`);
   }
 
+  /**
+   * The plugin's registration and sync status (`GET /v1/plugins/{node}/{driver}`) as the API
+   * answers it (JSON); undefined when the plugin is not registered.
+   */
+  async status(key: SliceKey): Promise<unknown> {
+    const answer = await this.request('GET', pluginPath(key));
+    return answer.status === 404 ? undefined : parseJson(answer.body);
+  }
+
   private async request(method: string, path: string, body?: unknown): Promise<Answer> {
     const url = new URL(path, this.options.baseUrl);
     const where = `${method} ${url.pathname}`;
@@ -161,7 +170,8 @@ export class RegistrationClient {
       });
     }
     if (answer.status >= 200 && answer.status < 300) return answer;
-    if (method === 'DELETE' && answer.status === 404) return answer;
+    // Not registered: no error for a removal (nothing to do) or a read (no status).
+    if ((method === 'DELETE' || method === 'GET') && answer.status === 404) return answer;
     throw new RegistrationError(
       `${where}: ${answer.status} ${answerMessage(answer.body)}`,
       answer.status === 429 || answer.status >= 500,
