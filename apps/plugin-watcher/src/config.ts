@@ -9,12 +9,14 @@ import {
   parseConfig,
   checkRedisEnv,
   redisEnv,
+  telemetryEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
 export const pluginWatcherConfigSchema = z
   .object({
     ...redisEnv('registrations, snapshots and the sync queue'),
+    ...telemetryEnv(),
     WATCHER_MODE: z
       .enum(['node', 'shared'], { message: 'must be node or shared' })
       .default('node')

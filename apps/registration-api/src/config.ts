@@ -10,6 +10,7 @@ import {
   parseConfig,
   checkRedisEnv,
   redisEnv,
+  telemetryEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 
@@ -24,6 +25,7 @@ export const registrationApiConfigSchema = z
       'Port of the API, its OpenAPI document (/docs) and /metrics, /healthz, /readyz.',
     ),
     ...redisEnv('registrations, statuses, the sync queue and the rate-limit counters'),
+    ...telemetryEnv(),
     AUTH_MODE: z
       .enum(AUTH_MODES, { message: `must be one of ${AUTH_MODES.join(', ')}` })
       .default('static')

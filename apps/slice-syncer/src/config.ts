@@ -8,6 +8,7 @@ import {
   parseConfig,
   checkRedisEnv,
   redisEnv,
+  telemetryEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 import { driverNameProblem } from '@slicekeeper/contracts';
@@ -21,6 +22,7 @@ const HEALTH_TAINT_EFFECTS_DESCRIPTION =
 export const sliceSyncerConfigSchema = z
   .object({
     ...redisEnv('snapshots, statuses and the queue'),
+    ...telemetryEnv(),
     KUBECONFIG: z
       .string()
       .optional()

@@ -22,3 +22,5 @@ export {
   redisTarget,
 } from './redis-env';
 export type { HostPort, RedisEnv, RedisTarget } from './redis-env';
+export { TRACE_SAMPLERS, TRACING_OFF, telemetryEnv, traceExportSettings } from './telemetry-env';
+export type { TelemetryEnv, TraceExportSettings, TraceSampler } from './telemetry-env';

@@ -7,3 +7,4 @@ export * from './snapshot';
 export * from './status';
 export * from './name-problems';
 export * from './sync-rules';
+export * from './trace-context';

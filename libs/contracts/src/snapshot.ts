@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { driverInventorySchema } from './inventory';
+import { MAX_SNAPSHOT_TRACE_LINKS, TRACEPARENT_PATTERN, TRACEPARENT_RULE } from './trace-context';
 
 /**
  * A key's latest inventory as stored in Redis by the plugin-watcher
@@ -18,6 +19,17 @@ export const inventorySnapshotSchema = z
     receivedAt: z.iso.datetime({ offset: true }),
     /** The plugin endpoint the inventory came from. */
     endpoint: z.string(),
+    /**
+     * With tracing on: the W3C traceparents of the messages this snapshot stands for, oldest
+     * first, the stored message last: those absorbed since the key's last finished sync (at most
+     * {@link MAX_SNAPSHOT_TRACE_LINKS}, the newest kept). The sync that publishes it is a child
+     * of the last and links to all of them.
+     */
+    traceparents: z
+      .array(z.string().regex(TRACEPARENT_PATTERN, TRACEPARENT_RULE))
+      .min(1)
+      .max(MAX_SNAPSHOT_TRACE_LINKS)
+      .optional(),
     inventory: driverInventorySchema.optional(),
     /** Why the driver's latest message was not taken, naming the field or the size. */
     rejected: z.string().optional(),

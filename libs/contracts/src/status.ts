@@ -1,5 +1,6 @@
 import { shortenProblem } from '@slicekeeper/errors';
 import { z } from 'zod';
+import { TRACE_ID_PATTERN } from './trace-context';
 
 /** Where a plugin's inventory stream stands, as the plugin-watcher records it. */
 export const streamStates = [
@@ -155,6 +156,8 @@ export const syncStatusSchema = z
     api: z.string().optional(),
     /** The taints slicekeeper put on the key's devices, when any. */
     taints: publishedTaintsSchema.optional(),
+    /** With tracing on: the trace id of the sync that recorded this status. */
+    traceId: z.string().regex(TRACE_ID_PATTERN, 'must be 32 lowercase hex digits').optional(),
   })
   .strict();
 export type SyncStatus = z.infer<typeof syncStatusSchema>;

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import pino from 'pino';
 import type { Logger, LevelWithSilent } from 'pino';
 
@@ -10,6 +11,11 @@ export interface LoggerOptions {
   level?: LevelWithSilent;
   /** Where to write; stdout by default. Tests pass a stream to read the lines back. */
   destination?: pino.DestinationStream;
+  /**
+   * Whether every line written inside a span carries its `trace_id` and `span_id` (tracing is
+   * on). Off, lines pay nothing for it.
+   */
+  traceIds?: boolean;
 }
 
 /**
@@ -34,9 +40,20 @@ export function createLogger(options: LoggerOptions): Logger {
       base: { service: options.service },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      ...(options.traceIds === true ? { mixin: traceIds } : {}),
     },
     options.destination,
   );
 }
 
 export type { LevelWithSilent };
+
+const NO_FIELDS = Object.freeze({});
+
+/** The ids of the span a line is written in (OpenTelemetry's log data model names). */
+function traceIds(): object {
+  const span = trace.getActiveSpan();
+  if (span === undefined) return NO_FIELDS;
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}

@@ -1,3 +1,4 @@
+import { TRACING_OFF } from '@slicekeeper/config';
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
@@ -30,6 +31,7 @@ describe('runService with Redis', () => {
     const running = await runService<ServiceConfig>({
       service: 'test-service',
       loadConfig: () => ({
+        ...TRACING_OFF,
         LOG_LEVEL: 'info',
         REDIS_URL: server.url,
         REDIS_TLS: false,

@@ -1,9 +1,10 @@
 import { Writable } from 'node:stream';
-import { ConfigError } from '@slicekeeper/config';
+import { ConfigError, TRACING_OFF } from '@slicekeeper/config';
 import { runService } from './run-service';
 import type { RunServiceOptions, ServiceConfig, ServiceParts } from './run-service';
 
 const config: ServiceConfig = {
+  ...TRACING_OFF,
   LOG_LEVEL: 'info',
   // Nothing listens here; these tests open no connection.
   REDIS_URL: 'redis://127.0.0.1:1',

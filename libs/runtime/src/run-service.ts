@@ -1,7 +1,7 @@
 import type { DestinationStream } from 'pino';
 import type { Registry } from 'prom-client';
-import { redisTarget } from '@slicekeeper/config';
-import type { RedisEnv } from '@slicekeeper/config';
+import { redisTarget, traceExportSettings } from '@slicekeeper/config';
+import type { RedisEnv, TelemetryEnv } from '@slicekeeper/config';
 import { errorMessage } from '@slicekeeper/errors';
 import {
   ProbeServer,
@@ -12,9 +12,11 @@ import {
 import type { LevelWithSilent, Logger, ReadinessCheck } from '@slicekeeper/observability';
 import { RedisConnections } from '@slicekeeper/queue';
 import type { RedisFactory } from '@slicekeeper/queue';
+import { startTracing } from '@slicekeeper/telemetry';
+import type { StartedTracing, Tracing } from '@slicekeeper/telemetry';
 
 /** The settings every service has, under the names its config schema gives them. */
-export interface ServiceConfig extends RedisEnv {
+export interface ServiceConfig extends RedisEnv, TelemetryEnv {
   readonly LOG_LEVEL: LevelWithSilent;
   /** Bound on a graceful shutdown, ms; past it the process exits with code 1. */
   readonly SHUTDOWN_TIMEOUT: number;
@@ -33,6 +35,11 @@ export interface ServiceContext<Config extends ServiceConfig> {
    * Workers built on one join its outage log through `redis.addErrorSources`.
    */
   readonly redis: RedisFactory;
+  /**
+   * The service's spans when tracing is on (an OTLP endpoint in the `OTEL_*` settings); absent
+   * when it is off, and the components given none make no spans.
+   */
+  readonly tracing?: Tracing;
 }
 
 /** A long-lived part of a service. */
@@ -105,17 +112,34 @@ export async function runService<Config extends ServiceConfig>(
   const exit = options.exit ?? ((code: number) => process.exit(code));
   let connections: RedisConnections | undefined;
   let probes: ProbeServer | undefined;
+  let tracer: StartedTracing | undefined;
   try {
     const config = options.loadConfig();
+    const traceExport = traceExportSettings(config, service);
+    tracer = traceExport === undefined ? undefined : startTracing(traceExport);
     const logger = createLogger({
       service,
       level: config.LOG_LEVEL,
+      traceIds: tracer !== undefined,
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
     });
+    if (traceExport !== undefined) {
+      logger.info(
+        { endpoint: traceExport.url, sampler: traceExport.sampler },
+        'tracing to an OTLP/HTTP endpoint',
+      );
+    }
     const registry = createMetricsRegistry(service);
     const redis = new RedisConnections({ target: redisTarget(config), logger, registry });
     connections = redis;
-    const parts = await options.build({ config, logger, registry, redis });
+    const tracing = tracer?.tracing;
+    const parts = await options.build({
+      config,
+      logger,
+      registry,
+      redis,
+      ...(tracing === undefined ? {} : { tracing }),
+    });
     const probeServer =
       parts.probes === undefined
         ? undefined
@@ -130,6 +154,7 @@ export async function runService<Config extends ServiceConfig>(
         probeServer?.markShuttingDown();
         for (const part of parts.close) await part.close();
         await probeServer?.close();
+        await tracer?.shutdown();
         await redis.close();
       },
     });

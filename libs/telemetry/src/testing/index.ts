@@ -1,0 +1,2 @@
+export { recordedTracing } from './recorded-spans';
+export type { RecordedTracing } from './recorded-spans';
