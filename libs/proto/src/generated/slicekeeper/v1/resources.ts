@@ -198,6 +198,15 @@ export interface DriverResources {
    * has nothing: every slice of this (node, driver) is withdrawn.
    */
   pools: Pool[];
+  /**
+   * The W3C trace context (https://www.w3.org/TR/trace-context/#traceparent-header) of the
+   * driver's span that produced this inventory, e.g.
+   * "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; empty when the driver traces
+   * nothing. gRPC metadata belongs to the whole stream, not to one message, so each message
+   * carries its own: the watcher's receive span becomes its child. A value that is not a
+   * version-00 traceparent is ignored (as W3C trace context says), and the watcher logs it.
+   */
+  traceparent: string;
 }
 
 /**
@@ -694,13 +703,16 @@ export const WatchResourcesRequest: MessageFns<WatchResourcesRequest> = {
 };
 
 function createBaseDriverResources(): DriverResources {
-  return { pools: [] };
+  return { pools: [], traceparent: "" };
 }
 
 export const DriverResources: MessageFns<DriverResources> = {
   encode(message: DriverResources, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.pools) {
       Pool.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(18).string(message.traceparent);
     }
     return writer;
   },
@@ -726,6 +738,14 @@ export const DriverResources: MessageFns<DriverResources> = {
             message.pools.push(Pool.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -739,13 +759,19 @@ export const DriverResources: MessageFns<DriverResources> = {
   },
 
   fromJSON(object: any): DriverResources {
-    return { pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [] };
+    return {
+      pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+    };
   },
 
   toJSON(message: DriverResources): unknown {
     const obj: any = {};
     if (message.pools?.length) {
       obj.pools = message.pools.map((e) => Pool.toJSON(e));
+    }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
     }
     return obj;
   },
@@ -756,6 +782,7 @@ export const DriverResources: MessageFns<DriverResources> = {
   fromPartial(object: DeepPartial<DriverResources>): DriverResources {
     const message = createBaseDriverResources();
     message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
+    message.traceparent = object.traceparent ?? "";
     return message;
   },
 };
