@@ -108,11 +108,16 @@ function toCounterSet(set: wire.CounterSet): CounterSet {
  * domain model (the example driver) sends. `toDriverInventory(fromDriverInventory(x))` is `x`
  * for pools with non-empty names and without empty lists where the domain model allows
  * omitting them (binding conditions, valid values: proto3 sends an empty list as none).
+ * `traceparent` is the W3C trace context of the driver's span that produced it; none by default.
  * @throws {RangeError} for a generation or int attribute that is not an integer (the domain
  * schemas allow none).
  */
-export function fromDriverInventory(inventory: DriverInventory): wire.DriverResources {
+export function fromDriverInventory(
+  inventory: DriverInventory,
+  traceparent = '',
+): wire.DriverResources {
   return {
+    traceparent,
     pools: inventory.pools.map((pool) => ({
       name: pool.name,
       generation: pool.generation === undefined ? undefined : BigInt(pool.generation),
