@@ -28,12 +28,12 @@ function gpu(index: number, memory: string): publisher.Device {
 describe('ResourcePublisher over gRPC', () => {
   const server = new Server();
   const sent: publisher.DriverResources[] = [
-    {
+    publisher.DriverResources.fromPartial({
       pools: [publisher.Pool.fromPartial({ name: '', devices: [gpu(0, '40Gi')] })],
-    },
-    {
+    }),
+    publisher.DriverResources.fromPartial({
       pools: [publisher.Pool.fromPartial({ name: '', devices: [gpu(0, '40Gi'), gpu(1, '80Gi')] })],
-    },
+    }),
   ];
   let requestedNode = '';
   let address: string;
