@@ -55,9 +55,12 @@ describe('EndpointPolicy on a real file system', () => {
     ['a socket in a symlinked directory', 'evil-dir/docker.sock', 'host/docker.sock'],
   ])('refuses %s that leads outside the directories', async (_name, path, real) => {
     const endpoint = `unix://${join(sockets, path)}`;
+    // Worked out before the call: a rejection left unhandled while these awaits ran would fail
+    // the test on its own, depending on which I/O finished first.
+    const message = `endpoint "${endpoint}": the socket is really ${join(await realpath(root), real)}, outside the allowed directories (${await realpath(sockets)})`;
     await expect(policy.admit(endpoint)).rejects.toMatchObject({
       code: 'endpoint-forbidden',
-      message: `endpoint "${endpoint}": the socket is really ${join(await realpath(root), real)}, outside the allowed directories (${await realpath(sockets)})`,
+      message,
     });
     // And so registration never dials it.
     expect(outside.connections()).toBe(0);
