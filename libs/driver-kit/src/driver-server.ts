@@ -2,7 +2,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Server, ServerCredentials, status } from '@grpc/grpc-js';
 import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
-import { DRA_PLUGIN_TYPE, SUPPORTED_PUBLISHER_VERSIONS } from '@slicekeeper/contracts';
+import { isSpanContextValid, isValidSpanId, isValidTraceId, trace } from '@opentelemetry/api';
+import {
+  DRA_PLUGIN_TYPE,
+  SUPPORTED_PUBLISHER_VERSIONS,
+  TRACEPARENT_PATTERN,
+  TRACEPARENT_RULE,
+} from '@slicekeeper/contracts';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
@@ -38,7 +44,8 @@ export interface DriverServerOptions {
    * The inventory to serve from the start; streams wait for `publish` when unset. A device's
    * `health` is sent as the driver reports it (slicekeeper taints an unhealthy device). Every
    * field of the domain model goes on the wire as given, `passThrough` objects as JSON text;
-   * slicekeeper, not the server, judges whether the fields are valid.
+   * slicekeeper, not the server, judges whether the fields are valid. It carries the
+   * `traceparent` of the span active when the server is constructed, as `publish` does.
    */
   inventory?: DriverInventory;
   /** Logs serving, the registration status and every publish feedback (at info). */
@@ -61,6 +68,23 @@ export interface DriverServerOptions {
   servePublishStatus?: boolean;
 }
 
+/** Where and how `publish` sends an inventory. */
+export interface PublishOptions {
+  /**
+   * The node whose inventory this is (a server can stand in for the plugins of many nodes in
+   * tests and benchmarks); every node without its own when unset.
+   */
+  nodeName?: string;
+  /**
+   * The W3C `traceparent` (https://www.w3.org/TR/trace-context/#traceparent-header) the
+   * inventory carries, e.g. `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`: the
+   * watcher's receive span becomes a child of that span, so the trace starts at the driver.
+   * An empty string sends none. When unset: the OpenTelemetry span active at the `publish`
+   * call (`trace.getActiveSpan()`), if its span context is valid; none otherwise.
+   */
+  traceparent?: string;
+}
+
 /**
  * How the publisher misbehaves, for tests: `unimplemented` answers every stream (open and new)
  * with Unimplemented, as a plugin that publishes nothing does.
@@ -78,6 +102,13 @@ interface OpenStream {
  * `NotifyPublishStatus`), on one unix socket or TCP port. The driver pushes complete
  * inventories with `publish`; every open stream (and every stream opened later) gets the latest
  * one for its node. What slicekeeper made of them comes back through `onFeedback`.
+ *
+ * Tracing: each inventory carries the W3C `traceparent` of the driver's OpenTelemetry span
+ * active at the `publish` call (or the one given in {@link PublishOptions.traceparent}), so
+ * slicekeeper's trace of that change starts at the driver. The server reads it through
+ * `@opentelemetry/api` only: a driver that registers no tracer provider sends none and pays
+ * nothing. It is taken when `publish` is called and kept with that inventory: a stream that
+ * opens (or reopens) later is sent the same traceparent.
  */
 export class DriverServer {
   private readonly options: DriverServerOptions;
@@ -98,7 +129,9 @@ export class DriverServer {
   constructor(options: DriverServerOptions) {
     this.options = options;
     this.listenEndpoint = listenEndpointOf(options);
-    if (options.inventory !== undefined) this.fallback = fromDriverInventory(options.inventory);
+    if (options.inventory !== undefined) {
+      this.fallback = fromDriverInventory(options.inventory, activeTraceparent());
+    }
     this.server.addService(registration.RegistrationService, {
       getInfo: (
         _call: ServerUnaryCall<registration.InfoRequest, registration.PluginInfo>,
@@ -199,10 +232,18 @@ export class DriverServer {
   /**
    * Replaces the inventory: of one node when `nodeName` is given (a server can stand in for the
    * plugins of many nodes in tests and benchmarks), else of every node without its own. Every
-   * affected open stream gets it at once.
+   * affected open stream gets it at once, with the `traceparent` of the span active now (see
+   * {@link PublishOptions.traceparent}); a stream opened later gets the same message.
+   *
+   * @param target The node (as a string, the older form) or {@link PublishOptions}.
+   * @throws Error naming `traceparent` and the rule when an explicit one is not a version-00
+   *   W3C traceparent; nothing is sent then.
    */
-  publish(inventory: DriverInventory, nodeName?: string): void {
-    const message = fromDriverInventory(inventory);
+  publish(inventory: DriverInventory, target?: string | PublishOptions): void {
+    const options: PublishOptions =
+      typeof target === 'string' ? { nodeName: target } : { ...target };
+    const { nodeName } = options;
+    const message = fromDriverInventory(inventory, traceparentFor(options.traceparent));
     if (nodeName === undefined) this.fallback = message;
     else this.byNode.set(nodeName, message);
     for (const stream of this.streams) {
@@ -305,6 +346,32 @@ export class DriverServer {
     this.streams.delete(stream);
     stream.call.emit('error', { code, details });
   }
+}
+
+/**
+ * The traceparent an inventory carries: the explicit one, checked, else the active span's.
+ * Thrown here, not sent: the watcher ignores an invalid one, so the driver would never learn.
+ */
+function traceparentFor(explicit: string | undefined): string {
+  if (explicit === undefined) return activeTraceparent();
+  if (explicit === '' || isTraceparent(explicit)) return explicit;
+  throw new Error(`publish: traceparent "${explicit}": ${TRACEPARENT_RULE}`);
+}
+
+function isTraceparent(value: string): boolean {
+  const match = TRACEPARENT_PATTERN.exec(value);
+  return match !== null && isValidTraceId(match[1] ?? '') && isValidSpanId(match[2] ?? '');
+}
+
+/**
+ * The W3C traceparent of the driver's active OpenTelemetry span; empty when there is none or
+ * its context is invalid (no tracer provider registered: the API's no-op span).
+ */
+function activeTraceparent(): string {
+  const context = trace.getActiveSpan()?.spanContext();
+  if (context === undefined || !isSpanContextValid(context)) return '';
+  const flags = (context.traceFlags & 0xff).toString(16).padStart(2, '0');
+  return `00-${context.traceId}-${context.spanId}-${flags}`;
 }
 
 /**
