@@ -45,6 +45,7 @@ from slicekeeper_driver.inventory import (
 )
 from slicekeeper_driver.registration import PluginIdentity, RegistrationClient, RegistrationError
 from slicekeeper_driver.server import DRA_PLUGIN_TYPE, SUPPORTED_VERSIONS, DriverServer
+from slicekeeper_driver.trace_context import TRACEPARENT_RULE, current_traceparent
 from slicekeeper_driver.validation import FieldProblem, InvalidInventoryError, validate_inventory
 from slicekeeper_driver.wire import pass_through_json, to_proto
 
@@ -81,7 +82,9 @@ __all__ = [
     "RegistrationStatus",
     "SUPPORTED_VERSIONS",
     "Slice",
+    "TRACEPARENT_RULE",
     "Version",
+    "current_traceparent",
     "pass_through_json",
     "to_proto",
     "validate_inventory",

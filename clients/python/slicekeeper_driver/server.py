@@ -17,6 +17,7 @@ from slicekeeper_driver._generated.slicekeeper.v1 import resources_pb2 as pb
 from slicekeeper_driver._generated.slicekeeper.v1 import resources_pb2_grpc as pb_grpc
 from slicekeeper_driver.feedback import PublishFeedback, RegistrationStatus
 from slicekeeper_driver.inventory import Device, DeviceHealth, Inventory
+from slicekeeper_driver.trace_context import current_traceparent, traceparent_problem
 from slicekeeper_driver.wire import to_proto
 from slicekeeper_driver.validation import (
     FieldProblem,
@@ -88,7 +89,8 @@ class DriverServer:
                 when the socket goes (:meth:`stop`) the plugin is deregistered. The driver needs
                 no token and makes no registration call.
             inventory: The inventory to serve from the start; streams wait for :meth:`publish`
-                when ``None``.
+                when ``None``. It carries the traceparent of the OpenTelemetry span current
+                when the server is created, as :meth:`publish` does.
             supported_versions: ResourcePublisher versions GetInfo reports.
             on_feedback: Called with each publish feedback (after each change of the outcome).
                 The call is answered whatever the callback does; an exception is logged.
@@ -130,7 +132,7 @@ class DriverServer:
         self._changed = threading.Condition(threading.RLock())
         self._streams: Set[_Stream] = set()
         self._inventory = inventory
-        self._fallback = None if inventory is None else to_proto(inventory)
+        self._fallback = None if inventory is None else _message(inventory, current_traceparent())
         self._by_node: Dict[str, pb.DriverResources] = {}
         self._calls = 0
         self._bound: Optional[str] = None
@@ -202,18 +204,32 @@ class DriverServer:
 
     # Publishing ----------------------------------------------------------------------------
 
-    def publish(self, inventory: Inventory, node_name: Optional[str] = None) -> None:
+    def publish(self, inventory: Inventory, node_name: Optional[str] = None, *, traceparent: Optional[str] = None) -> None:
         """Replaces the inventory: of one node when ``node_name`` is given (a server can stand
         in for the plugins of several nodes), else of every node without its own. Every
         affected open stream sends it at once.
 
+        Args:
+            traceparent: The W3C traceparent the message carries
+                (``00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01``): slicekeeper's
+                trace of this change becomes a child of that span. ``""`` sends none. ``None``
+                (the default): the current OpenTelemetry span's, when the ``opentelemetry``
+                package is installed and a valid span is current; none otherwise. It is taken
+                now and kept with this inventory: a stream opened later (a reconnect) is sent
+                the same one.
+
         Raises:
-            InvalidInventoryError: naming each field and rule broken; nothing is sent.
+            InvalidInventoryError: naming each field and rule broken (``traceparent`` too);
+                nothing is sent.
         """
         problems = validate_inventory(inventory)
+        if traceparent is not None:
+            problem = traceparent_problem(traceparent)
+            if problem is not None:
+                problems.append(FieldProblem("traceparent", problem))
         if problems:
             raise InvalidInventoryError(problems)
-        message = to_proto(inventory)
+        message = _message(inventory, current_traceparent() if traceparent is None else traceparent)
         with self._changed:
             if node_name is None:
                 self._inventory = inventory
@@ -227,9 +243,12 @@ class DriverServer:
                     stream.pending = message
             self._changed.notify_all()
 
-    def set_device_health(self, device: str, health: Optional[DeviceHealth], pool: Optional[str] = None) -> None:
+    def set_device_health(
+        self, device: str, health: Optional[DeviceHealth], pool: Optional[str] = None, *, traceparent: Optional[str] = None
+    ) -> None:
         """Sets the health of a device of the current inventory (every device of that name,
         or the one of ``pool``) and publishes the result: what a driver's health check calls.
+        ``traceparent`` as in :meth:`publish`.
 
         Raises:
             KeyError: no device of that name in the current inventory.
@@ -258,7 +277,7 @@ class DriverServer:
                 pools.append(dataclasses.replace(p, devices=with_health(p.name, p.devices), slices=slices))
             if not found:
                 raise KeyError(f"device {device!r}: not in the inventory" + ("" if pool is None else f" of pool {pool!r}"))
-            self.publish(Inventory(pools=tuple(pools)))
+            self.publish(Inventory(pools=tuple(pools)), traceparent=traceparent)
 
     def end_streams(self) -> None:
         """Ends every open stream cleanly (EOF): slicekeeper keeps the last inventory."""
@@ -408,6 +427,12 @@ class _Publisher(pb_grpc.ResourcePublisherServicer):
     ) -> pb.NotifyPublishStatusResponse:
         self._server._notify_publish_status(request, context)
         return pb.NotifyPublishStatusResponse()
+
+
+def _message(inventory: Inventory, traceparent: str) -> pb.DriverResources:
+    message = to_proto(inventory)
+    message.traceparent = traceparent
+    return message
 
 
 def _listen_endpoint(
