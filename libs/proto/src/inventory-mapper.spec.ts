@@ -79,6 +79,31 @@ describe('inventory mapping', () => {
     });
   });
 
+  it("keeps the driver's traceparent off the wire, unchecked, with an inventory or a rejection", () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const bytes = publisher.DriverResources.encode(
+      fromDriverInventory(inventory, traceparent),
+    ).finish();
+    const sent = publisher.DriverResources.decode(bytes);
+    expect(mapDriverResources(sent, { nodeName: 'node-a' })).toEqual({
+      kind: 'inventory',
+      inventory,
+      traceparent,
+    });
+    const rejected = publisher.DriverResources.fromPartial({
+      traceparent: 'not-a-traceparent',
+      pools: [{ name: 'p', generation: 2n ** 63n - 1n }],
+    });
+    expect(mapDriverResources(rejected, { nodeName: 'n' })).toMatchObject({
+      kind: 'rejected',
+      traceparent: 'not-a-traceparent',
+    });
+    const untraced = mapDriverResources(publisher.DriverResources.fromPartial({}), {
+      nodeName: 'n',
+    });
+    expect('traceparent' in untraced).toBe(false);
+  });
+
   it('treats all_nodes=false as node-local', () => {
     const message = publisher.DriverResources.fromPartial({
       pools: [{ name: 'p', nodeScope: { $case: 'allNodes', value: false } }],

@@ -14,10 +14,12 @@ export interface ToInventoryOptions {
 /**
  * What {@link mapDriverResources} made of a message: the inventory, or why slicekeeper cannot
  * use it at all (`problem` names every field and rule, bounded by `listProblems`).
+ * `traceparent` is the message's `traceparent` as the driver sent it, unchecked (the watcher
+ * validates it where it traces); absent when the message has none.
  */
 export type InventoryMapping =
-  | { kind: 'inventory'; inventory: DriverInventory }
-  | { kind: 'rejected'; problem: string };
+  | { kind: 'inventory'; inventory: DriverInventory; traceparent?: string }
+  | { kind: 'rejected'; problem: string; traceparent?: string };
 
 /**
  * Maps a decoded `DriverResources` message to the domain inventory, and never throws.
@@ -67,8 +69,17 @@ export function mapDriverResources(
     if (passThrough !== undefined) mapped.passThrough = passThrough;
     return mapped;
   });
-  if (problems.length > 0) return { kind: 'rejected', problem: listProblems(problems) };
-  return { kind: 'inventory', inventory: { pools } };
+  const { traceparent } = message;
+  if (problems.length > 0) {
+    const problem = listProblems(problems);
+    return traceparent === ''
+      ? { kind: 'rejected', problem }
+      : { kind: 'rejected', problem, traceparent };
+  }
+  const inventory = { pools };
+  return traceparent === ''
+    ? { kind: 'inventory', inventory }
+    : { kind: 'inventory', inventory, traceparent };
 }
 
 /**
