@@ -172,6 +172,79 @@ describe('SnapshotWriter', () => {
     expect(await registry.get(KEY)).toEqual([]);
   });
 
+  describe('traceparents of the messages a snapshot stands for', () => {
+    /** The receive span traceparent of message `n`: its span id is `n` in hex. */
+    const tp = (n: number) =>
+      `00-4bf92f3577b34da6a3ce929d0e0e4736-${n.toString(16).padStart(16, '0')}-01`;
+    const tps = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => tp(from + i));
+
+    it('stores them before the content, in a record the syncer decodes', async () => {
+      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(1), tp(2)])).toMatchObject({
+        kind: 'stored',
+        generation: 1,
+      });
+      expect(await stored()).toEqual({
+        generation: 1,
+        receivedAt: '2026-11-21T12:00:00.000Z',
+        traceparents: [tp(1), tp(2)],
+        endpoint: 'a:1',
+        inventory: gpus(2),
+      });
+      const raw = (await db.redis.get(redisKeys(prefix).snapshot(KEY))) ?? '';
+      expect(raw.indexOf('"traceparents"')).toBeLessThan(raw.indexOf('"inventory"'));
+    });
+
+    it('carries them forward while the snapshot replaced still owes a sync, then starts afresh', async () => {
+      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
+      await writer.reject(KEY, 'a:1', 'message of 2 MiB exceeds 1 MiB', at, [tp(2)]);
+      await writer.store(KEY, 'a:1', gpus(3), at, [tp(3), tp(4)]);
+      expect((await stored())?.traceparents).toEqual([tp(1), tp(2), tp(3), tp(4)]);
+      await synced(3);
+      await writer.store(KEY, 'a:1', gpus(4), at, [tp(5)]);
+      expect((await stored())?.traceparents).toEqual([tp(5)]);
+    });
+
+    it('carries forward after a sync of an older generation finished, not of the stored one', async () => {
+      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
+      await writer.store(KEY, 'a:1', gpus(3), at, [tp(2)]);
+      await synced(1);
+      await writer.store(KEY, 'a:1', gpus(4), at, [tp(3)]);
+      expect((await stored())?.traceparents).toEqual([tp(1), tp(2), tp(3)]);
+    });
+
+    it('keeps the newest 32', async () => {
+      await writer.store(KEY, 'a:1', gpus(1), at, tps(1, 20));
+      await writer.store(KEY, 'a:1', gpus(2), at, tps(21, 40));
+      expect((await stored())?.traceparents).toEqual(tps(9, 40));
+      await writer.store(KEY, 'a:1', gpus(3), at, tps(41, 80));
+      expect((await stored())?.traceparents).toEqual(tps(49, 80));
+    });
+
+    it('writes no field without them, and carries nothing into a write without them', async () => {
+      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
+      await writer.store(KEY, 'a:1', gpus(3), at);
+      expect(await stored()).not.toHaveProperty('traceparents');
+      await writer.store(KEY, 'a:1', gpus(4), at, [tp(2)]);
+      expect((await stored())?.traceparents).toEqual([tp(2)]);
+    });
+
+    it('leaves unchanged and unsynced results as they were: nothing written', async () => {
+      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
+      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(2)])).toEqual({ kind: 'unsynced' });
+      await synced(1);
+      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(3)])).toEqual({ kind: 'unchanged' });
+      expect(await stored()).toMatchObject({ generation: 1, traceparents: [tp(1)] });
+    });
+
+    it('refuses a traceparent that is not one, naming the rule', async () => {
+      await expect(writer.store(KEY, 'a:1', gpus(2), at, [tp(1), 'garbage'])).rejects.toThrow(
+        'traceparents[1] "garbage" must be a W3C traceparent',
+      );
+      expect(await stored()).toBeUndefined();
+    });
+  });
+
   it('reloads its scripts after Redis lost them', async () => {
     await writer.store(KEY, 'a:1', gpus(2), at);
     await db.redis.script('FLUSH');

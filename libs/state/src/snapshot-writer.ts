@@ -1,6 +1,11 @@
 import type { RedisClient } from '@slicekeeper/queue';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
+import {
+  MAX_SNAPSHOT_TRACE_LINKS,
+  TRACEPARENT_PATTERN,
+  TRACEPARENT_RULE,
+} from '@slicekeeper/contracts';
 import type { DriverInventory, Registration, SliceKey, StreamState } from '@slicekeeper/contracts';
 import { LuaScript } from '@slicekeeper/queue';
 import { canonicalJson } from './canonical-json';
@@ -57,15 +62,24 @@ end
 /*
  * KEYS: lease, snapshot, generation, registrations, removal, synced generation. ARGV: owner
  * ('' = no fence), the snapshot's content field (`"inventory":<canonical JSON>` or
- * `"rejected":<JSON string>`), receivedAt and endpoint as JSON strings. A key without a registration, or with a removal, stores
- * nothing: a late message of a removed plugin must never be published. The snapshot is written
- * with its content as its last field, so an equal one is recognised by comparing the tail of the
- * stored string, without decoding JSON in Lua; a snapshot written some other way only ever
- * compares unequal: one needless write, never a missed one. An equal snapshot that still owes a
- * sync (`owes_sync` of the generation this script wrote into it and of the plain synced
- * generation the syncer writes) answers -2. A key the syncer last finished before it wrote the
- * synced generation (an upgrade) reads as never synced: at most one extra sync per key, after
+ * `"rejected":<JSON string>`), receivedAt and endpoint as JSON strings, and the traceparents as a
+ * JSON array ('' = none: no field written, nothing parsed). A key without a registration, or with
+ * a removal, stores nothing: a late message of a removed plugin must never be published. The
+ * snapshot is written with its content as its last field, so an equal one is recognised by
+ * comparing the tail of the stored string, without decoding JSON in Lua; a snapshot written some
+ * other way only ever compares unequal: one needless write, never a missed one. An equal snapshot
+ * that still owes a sync (`owes_sync` of the generation this script wrote into it and of the plain
+ * synced generation the syncer writes) answers -2. A key the syncer last finished before it wrote
+ * the synced generation (an upgrade) reads as never synced: at most one extra sync per key, after
  * which the syncer has written it.
+ *
+ * Traceparents go right after receivedAt, before the content (so the tail comparison is
+ * untouched). When the snapshot replaced still owes a sync, its traceparents are carried forward,
+ * old then new, the newest MAX_SNAPSHOT_TRACE_LINKS kept: the sync that will publish this one
+ * stands for those messages too. They are read back with a Lua pattern anchored at the start of
+ * the record (`%b[]` after receivedAt): acceptable because this script is the only writer of the
+ * record and writes that prefix itself (receivedAt is an ISO time, traceparents hold no quote or
+ * bracket); a record without the field, or of another shape, carries nothing forward.
  */
 const STORE = new LuaScript(
   `${FENCE}${OWES_SYNC_LUA}
@@ -77,8 +91,22 @@ if current and #current >= #tail and string.sub(current, -#tail) == tail then
   if stored and owes_sync(stored, tonumber(redis.call('GET', KEYS[6]))) then return -2 end
   return 0
 end
+local traces = ''
+if ARGV[5] ~= '' then
+  traces = ARGV[5]
+  if current then
+    local stored, carried = string.match(current, '^{"generation":(%d+),"receivedAt":"[^"]*","traceparents":(%b[])')
+    if carried and owes_sync(tonumber(stored), tonumber(redis.call('GET', KEYS[6]))) then
+      local all = {}
+      for traceparent in string.gmatch(carried, '"[^"]*"') do all[#all + 1] = traceparent end
+      for traceparent in string.gmatch(ARGV[5], '"[^"]*"') do all[#all + 1] = traceparent end
+      traces = '[' .. table.concat(all, ',', math.max(1, #all - ${MAX_SNAPSHOT_TRACE_LINKS} + 1), #all) .. ']'
+    end
+  end
+  traces = ',"traceparents":' .. traces
+end
 local generation = redis.call('INCR', KEYS[3])
-local snapshot = '{"generation":' .. generation .. ',"receivedAt":' .. ARGV[3] .. ',"endpoint":' .. ARGV[4] .. ',' .. tail
+local snapshot = '{"generation":' .. generation .. ',"receivedAt":' .. ARGV[3] .. traces .. ',"endpoint":' .. ARGV[4] .. ',' .. tail
 redis.call('SET', KEYS[2], snapshot)
 return generation`,
   6,
@@ -113,6 +141,17 @@ return written`,
   3,
 );
 
+/** The newest traceparents as a JSON array, each checked: the record must decode for the syncer. */
+function traceparentList(traceparents: readonly string[]): string {
+  const kept = traceparents.slice(-MAX_SNAPSHOT_TRACE_LINKS);
+  kept.forEach((traceparent, i) => {
+    if (!TRACEPARENT_PATTERN.test(traceparent)) {
+      throw new TypeError(`traceparents[${i}] "${traceparent}" ${TRACEPARENT_RULE}`);
+    }
+  });
+  return JSON.stringify(kept);
+}
+
 /**
  * Stores inventory snapshots in a key's Redis slot: compare-and-store in one script, so that an
  * unchanged inventory costs one round trip and no write, and a changed one gets the next
@@ -131,12 +170,22 @@ export class SnapshotWriter {
     this.leaseMs = options.leaseMs ?? 10_000;
   }
 
-  /** Stores `inventory` as the key's snapshot unless the stored one is equal. */
+  /**
+   * Stores `inventory` as the key's snapshot unless the stored one is equal.
+   *
+   * `traceparents` (tracing on): the W3C traceparents of the watcher's receive spans of the
+   * messages this write stands for, oldest first; the newest {@link MAX_SNAPSHOT_TRACE_LINKS}
+   * are kept. They are written into the snapshot (`InventorySnapshot.traceparents`) when it is
+   * stored, after those of the snapshot it replaces while that one still owes a sync; an
+   * unchanged or unsynced store writes none. None (the default): no field, no cost.
+   * @throws {TypeError} for a traceparent that breaks `TRACEPARENT_RULE` (a caller's bug).
+   */
   store(
     key: SliceKey,
     endpoint: string,
     inventory: DriverInventory,
     receivedAt: Date,
+    traceparents: readonly string[] = [],
   ): Promise<StoreResult> {
     const json = canonicalJson(inventory);
     return this.storeContent(
@@ -145,14 +194,22 @@ export class SnapshotWriter {
       `"inventory":${json}`,
       receivedAt,
       Buffer.byteLength(json),
+      traceparents,
     );
   }
 
   /**
    * Stores a message the watcher could not take as the key's snapshot (`rejected`), so that the
-   * syncer reports it like an invalid inventory and keeps the published slices.
+   * syncer reports it like an invalid inventory and keeps the published slices. `traceparents`
+   * as for {@link store}.
    */
-  reject(key: SliceKey, endpoint: string, problem: string, receivedAt: Date): Promise<StoreResult> {
+  reject(
+    key: SliceKey,
+    endpoint: string,
+    problem: string,
+    receivedAt: Date,
+    traceparents: readonly string[] = [],
+  ): Promise<StoreResult> {
     const json = JSON.stringify(problem);
     return this.storeContent(
       key,
@@ -160,6 +217,7 @@ export class SnapshotWriter {
       `"rejected":${json}`,
       receivedAt,
       Buffer.byteLength(json),
+      traceparents,
     );
   }
 
@@ -169,6 +227,7 @@ export class SnapshotWriter {
     content: string,
     receivedAt: Date,
     bytes: number,
+    traceparents: readonly string[],
   ): Promise<StoreResult> {
     const result = Number(
       await STORE.run(
@@ -181,7 +240,13 @@ export class SnapshotWriter {
           this.keys.removal(key),
           this.keys.syncedGeneration(key),
         ],
-        [this.owner, content, JSON.stringify(receivedAt.toISOString()), JSON.stringify(endpoint)],
+        [
+          this.owner,
+          content,
+          JSON.stringify(receivedAt.toISOString()),
+          JSON.stringify(endpoint),
+          traceparents.length === 0 ? '' : traceparentList(traceparents),
+        ],
       ),
     );
     if (result === -1) return { kind: 'not-owner' };
