@@ -51,6 +51,11 @@ export interface SystemOptions {
    * Redis the scenario runs itself; no private redis-server is started, and `redis` is not there.
    */
   redisSettings?: Record<string, string>;
+  /**
+   * Settings of every slicekeeper service and example-driver process, under each one's own
+   * (e.g. the `OTEL_*` variables of `OtlpReceiver.otelEnv()`, to trace the whole system).
+   */
+  commonEnv?: Record<string, string>;
   /** Extra settings of every slice-syncer (e.g. a short JANITOR_INTERVAL). */
   syncerEnv?: Record<string, string>;
   /** Extra settings of the plugin-watcher (e.g. WIPE_DELAY). */
@@ -309,7 +314,14 @@ export class System {
       apiUrl: this.apiUrl,
       token: this.nodeToken(options.node),
       spawn: (name, env) =>
-        spawnLogged(this.logDir, this.logs, name, 'example-driver', env, this.options.production),
+        spawnLogged(
+          this.logDir,
+          this.logs,
+          name,
+          'example-driver',
+          { ...this.options.commonEnv, ...env },
+          this.options.production,
+        ),
     });
     this.extras.add(driver);
     await driver.start();
@@ -468,7 +480,12 @@ export class System {
   }
 
   private define(redisSettings: Record<string, string>, tokenFile: string, apiPort: number): void {
-    const shared = { ...redisSettings, REDIS_PREFIX: 'sk', LOG_LEVEL: this.logLevel };
+    const shared = {
+      ...this.options.commonEnv,
+      ...redisSettings,
+      REDIS_PREFIX: 'sk',
+      LOG_LEVEL: this.logLevel,
+    };
     this.specs.set('registration-api', {
       app: 'registration-api',
       env: {
