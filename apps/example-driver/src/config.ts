@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envDurationMs, envLogLevel, envUrl, parseConfig } from '@slicekeeper/config';
+import { envDurationMs, envLogLevel, envUrl, parseConfig, telemetryEnv } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
 import { DRIVER_PROFILES } from './profiles';
 
@@ -69,6 +69,7 @@ export const exampleDriverConfigSchema = z.object({
     ),
   FAULT_DELAY: envDurationMs('0', 'When FAULT=exit: how long to serve before exiting.'),
   LOG_LEVEL: envLogLevel(),
+  ...telemetryEnv(),
 });
 
 export type ExampleDriverConfig = z.output<typeof exampleDriverConfigSchema>;

@@ -3,17 +3,21 @@ import { dirname } from 'node:path';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import { errorMessage } from '@slicekeeper/errors';
 import { createLogger, installShutdown } from '@slicekeeper/observability';
+import { traceExportSettings } from '@slicekeeper/config';
 import { parseEndpoint } from '@slicekeeper/proto';
+import { startTracing } from '@slicekeeper/telemetry';
 import { loadConfig } from './config';
 import { loadInventoryFile, watchInventoryFile } from './inventory-file';
 import { profileInventoryFile } from './profiles';
+import { publishInventory } from './publish-inventory';
 import { RegistrationClient, RegistrationError } from '@slicekeeper/registration-client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ service: 'example-driver', level: config.LOG_LEVEL });
   const inventoryFile = config.INVENTORY_FILE ?? profileInventoryFile(config.PROFILE);
-  const inventory = await loadInventoryFile(inventoryFile);
+  const exportTo = traceExportSettings(config, 'example-driver');
+  const traced = exportTo === undefined ? undefined : startTracing(exportTo);
 
   const listen = parseEndpoint(config.ENDPOINT);
   if (typeof listen !== 'string' && listen.kind === 'unix') {
@@ -22,15 +26,22 @@ async function main(): Promise<void> {
   const server = new DriverServer({
     driverName: config.DRIVER_NAME,
     endpoint: config.ENDPOINT,
-    inventory,
     logger,
     reportOnce: config.FAULT === 'end-stream',
   });
   if (config.FAULT === 'unimplemented') server.setFault('unimplemented');
+  const publishing = {
+    server,
+    tracing: traced?.tracing,
+    node: config.NODE_NAME,
+    driver: config.DRIVER_NAME,
+  };
+  // Before serving: the first stream gets the first inventory, with its span's traceparent.
+  await publishInventory(publishing, () => loadInventoryFile(inventoryFile));
 
   const reload = async (why: string): Promise<void> => {
     try {
-      server.publish(await loadInventoryFile(inventoryFile));
+      await publishInventory(publishing, () => loadInventoryFile(inventoryFile));
       logger.info({ why, file: inventoryFile, streams: server.openStreams }, 'inventory published');
     } catch (error) {
       logger.error(
@@ -80,6 +91,7 @@ async function main(): Promise<void> {
         }
       }
       await server.close();
+      await traced?.shutdown();
     },
   });
 
