@@ -18,3 +18,16 @@ export const TRACE_ID_PATTERN = /^[0-9a-f]{32}$/;
  * the last finished sync, newest kept): a sync links to at most this many.
  */
 export const MAX_SNAPSHOT_TRACE_LINKS = 32;
+
+/** The ids and flags a `traceparent` carries (OpenTelemetry's `SpanContext` has them). */
+export interface TraceparentParts {
+  traceId: string;
+  spanId: string;
+  traceFlags: number;
+}
+
+/** The version-00 W3C `traceparent` of a span context, e.g. to carry it in a message or a record. */
+export function formatTraceparent(context: TraceparentParts): string {
+  const flags = (context.traceFlags & 0xff).toString(16).padStart(2, '0');
+  return `00-${context.traceId}-${context.spanId}-${flags}`;
+}

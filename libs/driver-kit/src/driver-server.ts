@@ -7,6 +7,7 @@ import {
   DRA_PLUGIN_TYPE,
   SUPPORTED_PUBLISHER_VERSIONS,
   TRACEPARENT_PATTERN,
+  formatTraceparent,
   TRACEPARENT_RULE,
 } from '@slicekeeper/contracts';
 import type { DriverInventory } from '@slicekeeper/contracts';
@@ -370,8 +371,7 @@ function isTraceparent(value: string): boolean {
 function activeTraceparent(): string {
   const context = trace.getActiveSpan()?.spanContext();
   if (context === undefined || !isSpanContextValid(context)) return '';
-  const flags = (context.traceFlags & 0xff).toString(16).padStart(2, '0');
-  return `00-${context.traceId}-${context.spanId}-${flags}`;
+  return formatTraceparent(context);
 }
 
 /**

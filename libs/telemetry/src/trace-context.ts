@@ -20,12 +20,6 @@ export function parseTraceparent(traceparent: string): SpanContext | undefined {
   return isSpanContextValid(context) ? context : undefined;
 }
 
-/** The W3C `traceparent` of a span context, e.g. to carry it in a record or a message. */
-export function formatTraceparent(context: SpanContext): string {
-  const flags = (context.traceFlags & 0xff).toString(16).padStart(2, '0');
-  return `00-${context.traceId}-${context.spanId}-${flags}`;
-}
-
 /** Links to the spans that `traceparents` name; those that do not parse are left out. */
 export function linksTo(traceparents: readonly string[]): Link[] {
   const links: Link[] = [];

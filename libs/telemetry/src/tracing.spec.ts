@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { recordedTracing } from './testing';
-import { formatTraceparent, linksTo, parseTraceparent } from './trace-context';
+import { formatTraceparent } from '@slicekeeper/contracts';
+import { linksTo, parseTraceparent } from './trace-context';
 
 const DRIVER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
