@@ -42,7 +42,7 @@ const EVENT_REPORTING_CONTROLLER = 'slicekeeper.dev/slice-syncer';
 void runService({
   service: 'slice-syncer',
   loadConfig: () => loadConfig(process.env),
-  build: async ({ config, logger, registry, redis: connections }) => {
+  build: async ({ config, logger, registry, redis: connections, tracing }) => {
     const metrics = new SyncerMetrics(registry);
     const prefix = config.REDIS_PREFIX;
     const onRequest = (verb: string, resource: string, code: number | 'error') => {
@@ -69,8 +69,12 @@ void runService({
     const nodeConditionQueue = new NodeConditionQueue({ connection: redis, prefix, logger });
     connections.addErrorSources(redis, syncQueue.queue, nodeConditionQueue.queue);
 
-    // One transport (connection pool, credentials) for the watches and the writes.
-    const transport = new KubeTransport(kubeconfigSource(config));
+    // One transport (connection pool, credentials) for the watches and the writes; with tracing
+    // on, each write (slices, the node condition, Events) is a client span.
+    const transport = new KubeTransport(
+      kubeconfigSource(config),
+      tracing === undefined ? {} : { tracing },
+    );
     // Which resource.k8s.io version to write in: the newest the server serves.
     const resourceApi = await awaitResourceApi({ transport, onRequest, logger });
     const apiVersion = resourceApi.version;
@@ -142,6 +146,7 @@ void runService({
         nodeUid: (node) => cluster.nodeUid(node),
         sliceOf: (key) => cluster.slicesOf(key)[0]?.metadata,
       }),
+      ...(tracing === undefined ? {} : { tracing }),
     });
     const maintenance = new Maintenance({
       redis,

@@ -20,6 +20,7 @@ import {
 } from './resource-slice-json';
 import { SliceStore } from './slice-store';
 import type { ReplaceResult, SliceChange } from './slice-store';
+import { startEcho, takeWriteTrace } from './write-trace';
 
 /** A change to a Node: its name and UID (for DELETED, the UID it had). */
 export interface NodeChange {
@@ -311,10 +312,18 @@ export class ClusterCache {
 
   /**
    * The object a create or update returned: shown by {@link slicesOf} until the watch delivers
-   * it (or something newer), and its watch event is not reported as foreign.
+   * it (or something newer), and its watch event is not reported as foreign. A traced write's
+   * object (`KubeSliceClient` with tracing on) starts a `watch echo` span, a child of the write's
+   * span, that ends when the watch delivers the write (`slicekeeper.echo`: `received`; `early`
+   * when it already had), when the cache forgets it unseen (`missed`) or closes (`closed`).
    */
   recordWrite(slice: StoredResourceSlice): void {
-    this.slices.recordWrite(slice);
+    const trace = takeWriteTrace(slice);
+    const { name, resourceVersion } = slice.metadata;
+    this.slices.recordWrite(
+      slice,
+      trace === undefined ? undefined : startEcho(trace, name, resourceVersion),
+    );
   }
 
   /**
@@ -355,6 +364,7 @@ export class ClusterCache {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await Promise.all([this.sliceReflector.close(), this.nodeReflector.close()]);
+      this.slices.abandonEchoes();
       if (this.ownsTransport) this.transport.close();
     })();
     return this.closing;

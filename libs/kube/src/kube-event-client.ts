@@ -76,6 +76,7 @@ export class KubeEventClient {
       verb: 'create',
       resource: 'events',
       context: `create Event "${namespace}/${name}"`,
+      name,
       request: {
         method: 'POST',
         path: `${EVENTS}/${encodeURIComponent(namespace)}/events`,
@@ -98,6 +99,7 @@ export class KubeEventClient {
         verb: 'patch',
         resource: 'events',
         context: `patch Event "${namespace}/${name}"`,
+        name,
         request: {
           method: 'PATCH',
           path: `${EVENTS}/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,

@@ -64,6 +64,7 @@ export class KubeNodeStatusClient {
         verb: 'patch',
         resource: 'nodes/status',
         context,
+        name: node,
         request: {
           method: 'PATCH',
           path: withQuery(`${NODES}/${encodeURIComponent(node)}/status`, {

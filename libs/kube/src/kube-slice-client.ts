@@ -5,13 +5,14 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
 import { classifyKubeError } from './classify-kube-error';
 import type { KubeErrorCode } from './classify-kube-error';
-import { callKube } from './kube-request';
-import type { OnKubeRequest } from './kube-request';
+import { sendKube } from './kube-request';
+import type { KubeAnswer, OnKubeRequest } from './kube-request';
 import { KubeTransport, withQuery } from './kube-transport';
 import type { KubeRequest, KubeconfigSource } from './kube-transport';
 import { sliceFromWire, sliceToWire, slicesCollection } from './resource-api';
 import type { ResourceApiVersion } from './resource-api';
 import { FIELD_MANAGER, toListPage, toStoredResourceSlice } from './resource-slice-json';
+import { rememberWrite } from './write-trace';
 
 export type KubeSliceClientOptions = (
   | { kubeconfig: KubeconfigSource }
@@ -104,28 +105,34 @@ export class KubeSliceClient {
     }
   }
 
-  /** POST; the API server names the slice from `metadata.generateName`. */
+  /**
+   * POST; the API server names the slice from `metadata.generateName`. With tracing on, the
+   * returned slice carries its write's span to `ClusterCache.recordWrite` (the watch echo).
+   */
   async createSlice(slice: ResourceSlice): Promise<StoredResourceSlice> {
     const name = slice.metadata.name ?? slice.metadata.generateName ?? '';
     const context = `create ResourceSlice "${name}"`;
-    const created = await this.request('create', 'resourceslices', context, {
+    const created = await this.request('create', 'resourceslices', context, name, {
       method: 'POST',
       path: withQuery(this.collection, { fieldManager: FIELD_MANAGER }),
       body: sliceToWire(slice, this.apiVersion),
     });
-    return this.read(context, () => this.decode(created));
+    return this.stored(context, created);
   }
 
-  /** PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict'). */
+  /**
+   * PUT with the object's metadata.resourceVersion as precondition (a stale one: 'conflict').
+   * Traced as {@link createSlice}.
+   */
   async updateSlice(slice: StoredResourceSlice): Promise<StoredResourceSlice> {
     const { name } = slice.metadata;
     const context = `update ResourceSlice "${name}"`;
-    const updated = await this.request('update', 'resourceslices', context, {
+    const updated = await this.request('update', 'resourceslices', context, name, {
       method: 'PUT',
       path: withQuery(objectPath(this.collection, name), { fieldManager: FIELD_MANAGER }),
       body: sliceToWire(slice, this.apiVersion),
     });
-    return this.read(context, () => this.decode(updated));
+    return this.stored(context, updated);
   }
 
   /**
@@ -134,7 +141,8 @@ export class KubeSliceClient {
    */
   async deleteSlice(target: { name: string; uid: string; resourceVersion: string }): Promise<void> {
     try {
-      await this.request('delete', 'resourceslices', `delete ResourceSlice "${target.name}"`, {
+      const context = `delete ResourceSlice "${target.name}"`;
+      await this.request('delete', 'resourceslices', context, target.name, {
         method: 'DELETE',
         path: objectPath(this.collection, target.name),
         body: { preconditions: { uid: target.uid, resourceVersion: target.resourceVersion } },
@@ -146,7 +154,7 @@ export class KubeSliceClient {
 
   /** Resolves when the API server answers GET /version; for /readyz. */
   async ping(): Promise<void> {
-    await this.request('get', 'version', 'get API server version', {
+    await this.request('get', 'version', 'get API server version', undefined, {
       method: 'GET',
       path: '/version',
     });
@@ -170,7 +178,7 @@ export class KubeSliceClient {
   ): AsyncGenerator<StoredResourceSlice[]> {
     let token: string | undefined;
     do {
-      const answer = await this.request('list', 'resourceslices', context, {
+      const { json: answer } = await this.request('list', 'resourceslices', context, undefined, {
         method: 'GET',
         path: withQuery(this.collection, {
           labelSelector: MANAGED_LABEL_SELECTOR,
@@ -197,6 +205,13 @@ export class KubeSliceClient {
     return toStoredResourceSlice(sliceFromWire(json, this.apiVersion));
   }
 
+  /** A write's answer, decoded; it carries the write's span when traced. */
+  private stored(context: string, answer: KubeAnswer): StoredResourceSlice {
+    const slice = this.read(context, () => this.decode(answer.json));
+    rememberWrite(slice, answer.written);
+    return slice;
+  }
+
   /** What `read` makes of an answer; a malformed answer is classified with `context`. */
   private read<T>(context: string, read: () => T): T {
     try {
@@ -206,20 +221,22 @@ export class KubeSliceClient {
     }
   }
 
-  /** One API request (see {@link callKube}). */
+  /** One API request (see {@link sendKube}). */
   private request(
     verb: Verb,
     resource: string,
     context: string,
+    name: string | undefined,
     request: Omit<KubeRequest, 'signal'>,
-  ): Promise<unknown> {
-    return callKube({
+  ): Promise<KubeAnswer> {
+    return sendKube({
       transport: this.transport,
       timeoutMs: this.requestTimeoutMs,
       onRequest: this.onRequest,
       verb,
       resource,
       context,
+      ...(name === undefined ? {} : { name }),
       request,
     });
   }

@@ -5,6 +5,7 @@ import { isIPv6 } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { ApiException, KubeConfig, bufferFromFileOrString } from '@kubernetes/client-node';
 import { TerminalError, errorMessage } from '@slicekeeper/errors';
+import type { Tracing } from '@slicekeeper/telemetry';
 
 /** Where the cluster's address and credentials come from. */
 export type KubeconfigSource =
@@ -87,6 +88,17 @@ export interface KubeRequest {
   accept?: string;
   /** Aborts the request, the response body included. */
   signal: AbortSignal;
+  /** Sent besides the transport's own (a write's W3C `traceparent`). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+export interface KubeTransportOptions {
+  /**
+   * With tracing on: every write (create, update, delete, patch) made through the transport is
+   * a client span carrying its W3C `traceparent` header (see `callKube`); lists and watches are
+   * not traced. Without it (the default) no span is made.
+   */
+  tracing?: Tracing;
 }
 
 /** A 2xx answer. */
@@ -181,11 +193,17 @@ function credentialsOf(kubeConfig: KubeConfig): KubeConfig | undefined {
 export class KubeTransport {
   /** Base URL of the API server, without a trailing slash. */
   readonly server: string;
+  /** The server's host (no brackets around an IPv6 address) and port, for span attributes. */
+  readonly serverAddress: string;
+  readonly serverPort: number;
+  /** Where writes through this connection are traced; undefined when tracing is off. */
+  readonly tracing: Tracing | undefined;
   private readonly agent: http.Agent;
   private readonly staticHeaders: Record<string, string> = {};
   private readonly credentials: KubeConfig | undefined;
 
-  constructor(source: KubeconfigSource) {
+  constructor(source: KubeconfigSource, options: KubeTransportOptions = {}) {
+    this.tracing = options.tracing;
     try {
       const kubeConfig = loadKubeConfig(source);
       const cluster = kubeConfig.getCurrentCluster();
@@ -196,6 +214,8 @@ export class KubeTransport {
         throw new Error(`unsupported server URL "${cluster.server}"`);
       }
       this.server = cluster.server.replace(/\/+$/, '');
+      this.serverAddress = url.hostname.replace(/^\[(.*)\]$/, '$1');
+      this.serverPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
       const user = kubeConfig.getCurrentUser();
       // LIFO reuses the warmest sockets and lets idle ones time out under low load.
       const agentOptions = { keepAlive: true, scheduling: 'lifo' as const };
@@ -279,6 +299,7 @@ export class KubeTransport {
   private async send(request: KubeRequest): Promise<http.IncomingMessage> {
     const headers: Record<string, string | number> = {
       Accept: request.accept ?? 'application/json',
+      ...request.headers,
       ...this.staticHeaders,
       ...(await this.authorizationHeaders()),
     };

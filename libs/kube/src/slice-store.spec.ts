@@ -280,3 +280,60 @@ describe('SliceStore: relist (anti-entropy)', () => {
     });
   });
 });
+
+describe('SliceStore: how a traced write learns of its watch echo', () => {
+  /** An echo watch that remembers how it ended. */
+  function echo() {
+    const ends: string[] = [];
+    return { ends, watch: { end: (outcome: string) => ends.push(outcome) } };
+  }
+
+  it.each([
+    [
+      'echo-received: its event arrives',
+      () => store.apply('ADDED', slice('a', { rv: 11 })),
+      'received',
+    ],
+    [
+      'echo-by-relist: a relist finds it',
+      () => store.replace([slice('a', { rv: 11 })], '11'),
+      'received',
+    ],
+    [
+      'echo-missed-ttl: the entry expires unseen',
+      () => {
+        now += 61_000;
+        store.slicesOf(NODE_A);
+      },
+      'missed',
+    ],
+    [
+      'echo-missed-gone: a relist shows someone deleted it',
+      () => store.replace([], '12'),
+      'missed',
+    ],
+    [
+      'echo-closed: the cache closes first',
+      () => {
+        store.abandonEchoes();
+      },
+      'closed',
+    ],
+  ])('%s', (_, then, outcome) => {
+    const { ends, watch } = echo();
+    store.recordWrite(slice('a', { rv: 11 }), watch);
+    expect(ends).toEqual([]);
+    then();
+    expect(ends).toEqual([outcome]);
+    // Told once: nothing later ends it again.
+    store.abandonEchoes();
+    expect(ends).toEqual([outcome]);
+  });
+
+  it('echo-early: the watch delivered the write before its answer was recorded', () => {
+    const { ends, watch } = echo();
+    store.apply('ADDED', slice('a', { rv: 11 }));
+    store.recordWrite(slice('a', { rv: 11 }), watch);
+    expect(ends).toEqual(['early']);
+  });
+});

@@ -4,6 +4,7 @@ import type { StoredResourceSlice } from '@slicekeeper/slices';
 import type { Clock } from '@slicekeeper/time';
 import type { WatchEventType } from './reflector';
 import { lastWrittenBySlicekeeper } from './resource-slice-json';
+import type { PendingEcho } from './write-trace';
 
 /** A change to a managed slice that none of our own writes explains. */
 export interface SliceChange {
@@ -106,6 +107,8 @@ export class SliceStore {
   private readonly deletes = new Map<string, RecordedDelete>();
   /** `name@resourceVersion` of our writes whose events have not arrived → when they expire. */
   private readonly echoes = new Map<string, number>();
+  /** The traced ones among them: told how their echo came (tracing on only). */
+  private readonly pendingEchoes = new Map<string, PendingEcho>();
   /** key id → the key and the names of watched copies and recorded writes in it. */
   private readonly byKey = new Map<string, { key: SliceKey; names: Set<string> }>();
   /** node name → the ids of the keys in byKey on that node ('' for cluster-scoped keys). */
@@ -168,8 +171,12 @@ export class SliceStore {
     return keys;
   }
 
-  /** What a create or update returned. */
-  recordWrite(slice: StoredResourceSlice): void {
+  /**
+   * What a create or update returned. `echo`, when given, is told how the write's watch event
+   * came: `received` when it arrives, `early` when it already had, `missed` when the entry
+   * expires first or the object is gone, `closed` by {@link abandonEchoes}.
+   */
+  recordWrite(slice: StoredResourceSlice, echo?: PendingEcho): void {
     this.sweep();
     const { name, resourceVersion } = slice.metadata;
     this.deletes.delete(name);
@@ -177,12 +184,18 @@ export class SliceStore {
     const watched = this.watched.get(name);
     if (this.caughtUp(resourceVersion, watched)) {
       // The watch delivered it already (as a foreign change: it came first).
+      echo?.end('early');
       if (recorded !== undefined) this.dropCaughtUpWrite(name);
       this.reindex(name);
       return;
     }
     const expiresAt = this.clock.now() + this.ttlMs;
-    this.echoes.set(`${name}@${resourceVersion}`, expiresAt);
+    const id = `${name}@${resourceVersion}`;
+    this.echoes.set(id, expiresAt);
+    if (echo !== undefined) {
+      this.pendingEchoes.get(id)?.end('missed');
+      this.pendingEchoes.set(id, echo);
+    }
     if (recorded !== undefined && newer(recorded.slice, slice)) return;
     this.writes.set(name, { slice, expiresAt });
     this.reindex(name);
@@ -262,7 +275,7 @@ export class SliceStore {
         if (listed.has(name) || this.watched.has(name)) continue;
         const written = versionOf(write.slice.metadata.resourceVersion);
         if (version === undefined || written === undefined || written > version) continue;
-        this.takeEcho(name, write.slice.metadata.resourceVersion);
+        this.takeEcho(name, write.slice.metadata.resourceVersion, 'missed');
         result.removed++;
         result.changes.push({
           key: sliceKeyOf(write.slice),
@@ -317,12 +330,33 @@ export class SliceStore {
     return seen !== undefined && seen >= written;
   }
 
-  /** Whether `name@resourceVersion` is the (unexpired) echo of one of our writes; forgets it. */
-  private takeEcho(name: string, resourceVersion: string): boolean {
+  /** Ends every awaited echo as `closed` (the cache is closing): no span is left open. */
+  abandonEchoes(): void {
+    for (const pending of this.pendingEchoes.values()) pending.end('closed');
+    this.pendingEchoes.clear();
+  }
+
+  /**
+   * Whether `name@resourceVersion` is the (unexpired) echo of one of our writes; forgets it,
+   * and tells a traced write how its echo came (`found`, unless expired).
+   */
+  private takeEcho(
+    name: string,
+    resourceVersion: string,
+    found: 'received' | 'missed' = 'received',
+  ): boolean {
     const echo = `${name}@${resourceVersion}`;
     const expiresAt = this.echoes.get(echo);
     this.echoes.delete(echo);
-    return expiresAt !== undefined && expiresAt > this.clock.now();
+    const ours = expiresAt !== undefined && expiresAt > this.clock.now();
+    if (this.pendingEchoes.size > 0) {
+      const pending = this.pendingEchoes.get(echo);
+      if (pending !== undefined) {
+        this.pendingEchoes.delete(echo);
+        pending.end(ours ? found : 'missed');
+      }
+    }
+    return ours;
   }
 
   /** Whether we deleted the object `name` of this UID (unexpired); forgets it. */
@@ -408,7 +442,12 @@ export class SliceStore {
       if (deleted.expiresAt <= now) this.deletes.delete(name);
     }
     for (const [echo, expiresAt] of this.echoes) {
-      if (expiresAt <= now) this.echoes.delete(echo);
+      if (expiresAt > now) continue;
+      this.echoes.delete(echo);
+      const pending = this.pendingEchoes.get(echo);
+      if (pending === undefined) continue;
+      this.pendingEchoes.delete(echo);
+      pending.end('missed');
     }
   }
 }
