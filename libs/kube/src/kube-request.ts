@@ -2,7 +2,6 @@ import { classifyKubeError, responseStatusOf } from './classify-kube-error';
 import type { KubeRequest, KubeTransport } from './kube-transport';
 import { parseJson } from './resource-slice-json';
 import { endWriteSpan, failWriteSpan, startWriteSpan } from './write-trace';
-import type { WriteTrace } from './write-trace';
 
 /** Reports one API request: verb, resource and HTTP status, or 'error' without a response. */
 export type OnKubeRequest = (verb: string, resource: string, code: number | 'error') => void;
@@ -26,7 +25,7 @@ export interface KubeCall {
   /** Put in front of every error, e.g. `patch status of Node "node-a"`. */
   context: string;
   /** The object's name, when the request names one (a span attribute of a traced write). */
-  name?: string;
+  name?: string | undefined;
   request: Omit<KubeRequest, 'signal'>;
 }
 
@@ -34,35 +33,17 @@ export interface KubeCall {
  * Sends one API request with the transport's connection pool, credentials and a timeout (until
  * the whole body is read), reports it to `onRequest`, and returns the response as JSON. Every
  * failure, a body that is not JSON included, is classified (see {@link classifyKubeError}).
+ *
+ * With the transport's tracing, every write (any method but GET) is a client span, a child of
+ * the active span, whose `traceparent` goes with the request; a failed one ends with status
+ * error, and a successful one's JSON answer carries its span (`takeWriteTrace`) for the write's
+ * watch echo. Without tracing a request costs no more than the branch.
  */
 export async function callKube(call: KubeCall): Promise<unknown> {
-  return (await sendKube(call)).json;
-}
-
-/** What {@link sendKube} got: the JSON answer, and the span of a traced write. */
-export interface KubeAnswer {
-  json: unknown;
-  /** Set for a write made with tracing on: its span, for the write's watch echo. */
-  written?: WriteTrace;
-}
-
-/**
- * {@link callKube}, which also hands back a traced write's span. With the transport's tracing,
- * every write (any method but GET) is a client span, a child of the active span, whose
- * `traceparent` goes with the request; a failed one ends with status error.
- */
-export async function sendKube(call: KubeCall): Promise<KubeAnswer> {
   const traced =
-    call.request.method === 'GET'
+    call.transport.tracing === undefined || call.request.method === 'GET'
       ? undefined
-      : startWriteSpan({
-          transport: call.transport,
-          method: call.request.method,
-          path: call.request.path,
-          verb: call.verb,
-          resource: call.resource,
-          name: call.name,
-        });
+      : startWriteSpan(call.transport, call.request.method, call.request.path, call);
   const abort = new AbortController();
   const timer = setTimeout(() => {
     abort.abort();
@@ -70,11 +51,11 @@ export async function sendKube(call: KubeCall): Promise<KubeAnswer> {
   let status: number;
   let body: string;
   try {
-    const response = await call.transport.request({
-      ...call.request,
-      signal: abort.signal,
-      ...(traced === undefined ? {} : { headers: traced.headers }),
-    });
+    const response = await call.transport.request(
+      traced === undefined
+        ? { ...call.request, signal: abort.signal }
+        : { ...call.request, signal: abort.signal, headers: traced.headers },
+    );
     call.onRequest?.(call.verb, call.resource, response.status);
     status = response.status;
     body = response.body;
@@ -83,7 +64,7 @@ export async function sendKube(call: KubeCall): Promise<KubeAnswer> {
     call.onRequest?.(call.verb, call.resource, responded ?? 'error');
     const cause = abort.signal.aborted ? new RequestTimeoutError(call.timeoutMs, error) : error;
     const classified = classifyKubeError(cause, call.context);
-    if (traced !== undefined) failWriteSpan(traced.span, responded, classified);
+    if (traced !== undefined) failWriteSpan(traced, responded, classified);
     throw classified;
   } finally {
     clearTimeout(timer);
@@ -93,10 +74,9 @@ export async function sendKube(call: KubeCall): Promise<KubeAnswer> {
     json = parseJson(body);
   } catch (error) {
     const classified = classifyKubeError(error, call.context);
-    if (traced !== undefined) failWriteSpan(traced.span, status, classified);
+    if (traced !== undefined) failWriteSpan(traced, status, classified);
     throw classified;
   }
-  const tracing = call.transport.tracing;
-  if (traced === undefined || tracing === undefined) return { json };
-  return { json, written: endWriteSpan(tracing, traced.span, status, json) };
+  if (traced !== undefined) endWriteSpan(traced, status, json);
+  return json;
 }

@@ -5,14 +5,14 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { ResourceSlice, StoredResourceSlice } from '@slicekeeper/slices';
 import { classifyKubeError } from './classify-kube-error';
 import type { KubeErrorCode } from './classify-kube-error';
-import { sendKube } from './kube-request';
-import type { KubeAnswer, OnKubeRequest } from './kube-request';
+import { callKube } from './kube-request';
+import type { OnKubeRequest } from './kube-request';
 import { KubeTransport, withQuery } from './kube-transport';
 import type { KubeRequest, KubeconfigSource } from './kube-transport';
 import { sliceFromWire, sliceToWire, slicesCollection } from './resource-api';
 import type { ResourceApiVersion } from './resource-api';
 import { FIELD_MANAGER, toListPage, toStoredResourceSlice } from './resource-slice-json';
-import { rememberWrite } from './write-trace';
+import { carryWriteTrace } from './write-trace';
 
 export type KubeSliceClientOptions = (
   | { kubeconfig: KubeconfigSource }
@@ -178,7 +178,7 @@ export class KubeSliceClient {
   ): AsyncGenerator<StoredResourceSlice[]> {
     let token: string | undefined;
     do {
-      const { json: answer } = await this.request('list', 'resourceslices', context, undefined, {
+      const answer = await this.request('list', 'resourceslices', context, undefined, {
         method: 'GET',
         path: withQuery(this.collection, {
           labelSelector: MANAGED_LABEL_SELECTOR,
@@ -206,9 +206,9 @@ export class KubeSliceClient {
   }
 
   /** A write's answer, decoded; it carries the write's span when traced. */
-  private stored(context: string, answer: KubeAnswer): StoredResourceSlice {
-    const slice = this.read(context, () => this.decode(answer.json));
-    rememberWrite(slice, answer.written);
+  private stored(context: string, answer: unknown): StoredResourceSlice {
+    const slice = this.read(context, () => this.decode(answer));
+    carryWriteTrace(answer, slice);
     return slice;
   }
 
@@ -221,22 +221,22 @@ export class KubeSliceClient {
     }
   }
 
-  /** One API request (see {@link sendKube}). */
+  /** One API request (see {@link callKube}). */
   private request(
     verb: Verb,
     resource: string,
     context: string,
     name: string | undefined,
     request: Omit<KubeRequest, 'signal'>,
-  ): Promise<KubeAnswer> {
-    return sendKube({
+  ): Promise<unknown> {
+    return callKube({
       transport: this.transport,
       timeoutMs: this.requestTimeoutMs,
       onRequest: this.onRequest,
       verb,
       resource,
       context,
-      ...(name === undefined ? {} : { name }),
+      name,
       request,
     });
   }

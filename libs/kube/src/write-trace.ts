@@ -31,15 +31,11 @@ export interface WriteTrace {
   readonly context: SpanContext;
 }
 
-/** What one write's client span needs to know. */
-export interface WriteSpanStart {
-  transport: KubeTransport;
-  method: string;
-  /** The path with its query. */
-  path: string;
-  verb: string;
-  resource: string;
-  name: string | undefined;
+/** A write under way with tracing on: its span, and the headers that carry it. */
+export interface TracedWrite {
+  readonly tracing: Tracing;
+  readonly span: Span;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -49,36 +45,39 @@ export interface WriteSpanStart {
  * on joins the trace). Undefined when the transport has no tracing.
  */
 export function startWriteSpan(
-  start: WriteSpanStart,
-): { span: Span; headers: Record<string, string> } | undefined {
-  const tracing = start.transport.tracing;
+  transport: KubeTransport,
+  method: string,
+  /** The path with its query. */
+  path: string,
+  target: { verb: string; resource: string; name?: string | undefined },
+): TracedWrite | undefined {
+  const tracing = transport.tracing;
   if (tracing === undefined) return undefined;
-  const span = tracing.start(start.method, {
+  const span = tracing.start(method, {
     kind: SpanKind.CLIENT,
     attributes: {
-      [ATTR_HTTP_REQUEST_METHOD]: start.method,
-      [ATTR_URL_FULL]: `${start.transport.server}${start.path}`,
-      [ATTR_SERVER_ADDRESS]: start.transport.serverAddress,
-      [ATTR_SERVER_PORT]: start.transport.serverPort,
-      [ATTR_KUBE_VERB]: start.verb,
-      [ATTR_KUBE_RESOURCE]: start.resource,
-      ...(start.name === undefined ? {} : { [ATTR_KUBE_NAME]: start.name }),
+      [ATTR_HTTP_REQUEST_METHOD]: method,
+      [ATTR_URL_FULL]: `${transport.server}${path}`,
+      [ATTR_SERVER_ADDRESS]: transport.serverAddress,
+      [ATTR_SERVER_PORT]: transport.serverPort,
+      [ATTR_KUBE_VERB]: target.verb,
+      [ATTR_KUBE_RESOURCE]: target.resource,
+      ...(target.name === undefined ? {} : { [ATTR_KUBE_NAME]: target.name }),
     },
   });
   // A span the sampler dropped without a parent has no ids worth sending.
   const traceparent = formatTraceparent(span.spanContext());
   const headers: Record<string, string> =
     parseTraceparent(traceparent) === undefined ? {} : { traceparent };
-  return { span, headers };
+  return { tracing, span, headers };
 }
 
-/** Ends a write's span that got a 2xx answer; returns what carries it to the watch echo. */
-export function endWriteSpan(
-  tracing: Tracing,
-  span: Span,
-  status: number,
-  answer: unknown,
-): WriteTrace {
+/**
+ * Ends a write's span that got a 2xx answer; an object answer carries the span on to the
+ * write's watch echo ({@link takeWriteTrace}).
+ */
+export function endWriteSpan(write: TracedWrite, status: number, answer: unknown): void {
+  const { span, tracing } = write;
   span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
   const metadata = metadataOf(answer);
   if (metadata?.name !== undefined) span.setAttribute(ATTR_KUBE_NAME, metadata.name);
@@ -86,14 +85,20 @@ export function endWriteSpan(
     span.setAttribute(ATTR_KUBE_RESOURCE_VERSION, metadata.resourceVersion);
   }
   span.end();
-  return { tracing, context: span.spanContext() };
+  if (typeof answer === 'object' && answer !== null) {
+    writeTraces.set(answer, { tracing, context: span.spanContext() });
+  }
 }
 
 /**
  * Ends a failed write's span with status error: `error.type` is the HTTP status when the server
- * refused, else the classified code (`connection`, `timeout`, `malformed-response`).
+ * refused, else the classified code (`connection`, `timeout`, `error` for a malformed answer).
  */
-export function failWriteSpan(span: Span, status: number | undefined, error: unknown): void {
+export function failWriteSpan(
+  { span }: TracedWrite,
+  status: number | undefined,
+  error: unknown,
+): void {
   if (status !== undefined) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
   span.setAttribute(
     ATTR_ERROR_TYPE,
@@ -110,9 +115,14 @@ export function failWriteSpan(span: Span, status: number | undefined, error: unk
  */
 const writeTraces = new WeakMap<object, WriteTrace>();
 
-/** Remembers `trace` as the write span of `object` (what a write returned, decoded). */
-export function rememberWrite(object: object, trace: WriteTrace | undefined): void {
-  if (trace !== undefined) writeTraces.set(object, trace);
+/**
+ * Hands the write span of a write's JSON answer on to what it was decoded into (a no-op unless
+ * the write was traced).
+ */
+export function carryWriteTrace(answer: unknown, decoded: object): void {
+  if (typeof answer !== 'object' || answer === null) return;
+  const trace = takeWriteTrace(answer);
+  if (trace !== undefined) writeTraces.set(decoded, trace);
 }
 
 /** The write span `object` came back from, when traced; forgotten once taken. */
