@@ -159,3 +159,96 @@ export function cpuGoals(rows: readonly CpuPerUnitRow[]): Goal[] {
   }
   return goals;
 }
+
+/** One run of the latency phases, tracing off or on (`BENCH_TRACING=on`). */
+export interface TracingRun {
+  tracing: 'off' | 'on';
+  /** 1, 5 and 15 minute load averages when the run's System started. */
+  loadAverage: number[];
+  floor: FloorResult;
+  latency: LatencyResult[];
+}
+
+/** What tracing costs per change at one rate: own CPU off and on, beside the floor. */
+export interface TracingCostRow {
+  rate: number;
+  /** The floor's client CPU per round trip of each run, ms (off, on). */
+  floorMs: [number, number];
+  /** slicekeeper's own CPU per change (watcher + syncer + API), ms. */
+  offMs: number;
+  onMs: number;
+  /** on − off, ms and % of off. */
+  costMs: number;
+  costPercent: number;
+  /** By process, ms per change, off → on. */
+  byProcess: Record<string, [number, number]>;
+  spansPerChange: number;
+}
+
+/** The floor's client-side CPU per round trip (BullMQ round trip + API write), ms. */
+function floorClientMs(floor: FloorResult): number {
+  const { queueRoundTrip, apiWrite } = floor.cpuMsPerRound;
+  return round((queueRoundTrip.bench ?? 0) + (apiWrite.bench ?? 0), 3);
+}
+
+function ownMsPerChange(latency: LatencyResult): Record<string, number> {
+  return perUnit(latency.cpuSeconds, latency.sent);
+}
+
+/** Tracing off against on, rate by rate (the runs' latency phases). */
+export function tracingCostRows(off: TracingRun, on: TracingRun): TracingCostRow[] {
+  return off.latency.flatMap((l): TracingCostRow[] => {
+    const traced = on.latency.find((t) => t.rate === l.rate);
+    if (traced === undefined) return [];
+    const offMs = ownMsPerChange(l);
+    const onMs = ownMsPerChange(traced);
+    const own = [offMs.own ?? Number.NaN, onMs.own ?? Number.NaN] as const;
+    return [
+      {
+        rate: l.rate,
+        floorMs: [floorClientMs(off.floor), floorClientMs(on.floor)],
+        offMs: own[0],
+        onMs: own[1],
+        costMs: round(own[1] - own[0], 3),
+        costPercent: round(((own[1] - own[0]) / own[0]) * 100, 1),
+        byProcess: Object.fromEntries(
+          OWN_PROCESSES.map((p) => [p, [offMs[p] ?? Number.NaN, onMs[p] ?? Number.NaN]]),
+        ),
+        spansPerChange: traced.spans?.perChange ?? 0,
+      },
+    ];
+  });
+}
+
+/** The rows as a markdown table. */
+export function tracingCostTable(rows: readonly TracingCostRow[]): string {
+  const line = (cells: readonly (string | number)[]): string => `| ${cells.join(' | ')} |`;
+  const header = [
+    'rate',
+    'floor ms (off / on run)',
+    'own ms off',
+    'own ms on',
+    'cost ms',
+    'cost %',
+    ...OWN_PROCESSES.map((p) => `${p} ms off → on`),
+    'spans per change',
+  ];
+  return [
+    line(header),
+    line(header.map(() => '---')),
+    ...rows.map((r) =>
+      line([
+        `${r.rate} changes/s`,
+        `${r.floorMs[0]} / ${r.floorMs[1]}`,
+        r.offMs,
+        r.onMs,
+        r.costMs,
+        r.costPercent,
+        ...OWN_PROCESSES.map(
+          (p) => `${r.byProcess[p]?.[0] ?? '–'} → ${r.byProcess[p]?.[1] ?? '–'}`,
+        ),
+        r.spansPerChange,
+      ]),
+    ),
+  ].join('\n');
+}

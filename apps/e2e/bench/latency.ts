@@ -139,6 +139,16 @@ export interface LatencyResult {
   wallSeconds: number;
   /** CPU seconds per process while sending and draining. */
   cpuSeconds: Record<string, number>;
+  /** With tracing on: the spans the services exported while sending and draining. */
+  spans?: SpansSent;
+}
+
+/** Spans exported in a stretch of a run, counted by an OTLP sink. */
+export interface SpansSent {
+  total: number;
+  perChange: number;
+  /** By `<service> <span name>`, per change. */
+  perChangeByName: Record<string, number>;
 }
 
 export interface LatencyOptions {
@@ -158,6 +168,25 @@ export interface LatencyOptions {
    * rounds are not: every process's code paths warm up (JIT, connection pools). @defaultValue 2
    */
   warmupSeconds?: number;
+  /** With tracing on: the spans received so far by the OTLP sink, by `<service> <name>`. */
+  spans?: () => ReadonlyMap<string, number>;
+}
+
+/** The spans counted between two readings of a sink, per change. */
+function spansSince(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  changes: number,
+): SpansSent {
+  let total = 0;
+  const perChangeByName: Record<string, number> = {};
+  for (const [name, count] of [...after].sort(([a], [b]) => a.localeCompare(b))) {
+    const spans = count - (before.get(name) ?? 0);
+    if (spans === 0) continue;
+    total += spans;
+    perChangeByName[name] = round(spans / changes, 3);
+  }
+  return { total, perChange: round(total / changes, 3), perChangeByName };
 }
 
 /** Sends `total` changes at `rate` a second, round-robin over the drivers. */
@@ -222,6 +251,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
   const before = await apiCalls(options.emulator);
   const syncsBefore = await syncsRun(options.syncerMetrics);
   const cpuBefore = await cpuSeconds();
+  const spansBefore = options.spans?.();
   const total = Math.round(rate * seconds);
   const start = performance.now();
   try {
@@ -236,6 +266,8 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
     const cpu = cpuSince(cpuBefore, await cpuSeconds());
     const syncs = (await settledSyncs(options.syncerMetrics)) - syncsBefore;
     const calls = callsSince(before, await apiCalls(options.emulator));
+    // Read once the syncs settled: every span of the stretch has been exported (batch delay).
+    const spansAfter = options.spans?.();
     const summary = summarize(latencies);
     return {
       rate,
@@ -253,6 +285,9 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
       syncs,
       wallSeconds: round(wallSeconds, 2),
       cpuSeconds: cpu,
+      ...(spansBefore === undefined || spansAfter === undefined
+        ? {}
+        : { spans: spansSince(spansBefore, spansAfter, total) }),
     };
   } finally {
     watch.onSlice = undefined;

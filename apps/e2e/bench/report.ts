@@ -3,7 +3,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '@slicekeeper/testing';
 import { cpuPerUnitTable } from './cpu-per-change';
-import type { CpuPerUnitRow } from './cpu-per-change';
+import type { CpuPerUnitRow, TracingCostRow, TracingRun } from './cpu-per-change';
 import type { FloorResult } from './floor';
 import type { LatencyResult } from './latency';
 import type { PrioritiesResult } from './priorities';
@@ -69,6 +69,13 @@ export interface CpuBenchResults extends BenchRun {
   latency: LatencyResult[];
   sync: SyncRunResult[];
   cpuPerUnit: CpuPerUnitRow[];
+}
+
+/** The latency phases with tracing off and on (`BENCH_ONLY=cpu BENCH_TRACING=on`). */
+export interface TracingCpuBenchResults extends BenchRun {
+  off: TracingRun;
+  on: TracingRun;
+  cost: TracingCostRow[];
 }
 
 /** Only the plugin-watcher's memory (`BENCH_ONLY=watcher-memory`). */

@@ -28,7 +28,11 @@
  * bench/results/<date>-priorities.json, BENCH_ONLY=watcher-memory part 5 alone and writes
  * bench/results/<date>-watcher-memory.json, BENCH_ONLY=cpu parts 1 and 3 with one syncer
  * replica (CPU per change, per key published and per key resynced, beside the floor's CPU per
- * round trip) and writes bench/results/<date>-cpu.json. BENCH_CPU_PROF=<dir> runs the watcher,
+ * round trip) and writes bench/results/<date>-cpu.json; with BENCH_TRACING=on it runs parts 1 and
+ * 2 a second time in a fresh System whose services (OTEL_* settings, always_on sampling) export
+ * every span to an OTLP/HTTP sink in the bench process, which counts and drops them, and prints
+ * slicekeeper's CPU per change with tracing off and on beside the floor, and spans per change
+ * (bench/results/<date>-cpu-tracing.json). BENCH_CPU_PROF=<dir> runs the watcher,
  * the syncers and the API with `--cpu-prof` into that directory (profiles are written when a
  * service exits; profiling costs CPU, so its run's CPU figures are not the bench's).
  */
@@ -36,9 +40,16 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { keyId } from '@slicekeeper/contracts';
 import { freePort } from '@slicekeeper/testing';
-import { gpuInventory, inParallel } from '../src/harness';
+import { OtlpReceiver, gpuInventory, inParallel } from '../src/harness';
 import type { InProcessDriver } from '../src/harness';
-import { cpuGoals, cpuPerUnitRows, cpuPerUnitTable } from './cpu-per-change';
+import {
+  cpuGoals,
+  cpuPerUnitRows,
+  cpuPerUnitTable,
+  tracingCostRows,
+  tracingCostTable,
+} from './cpu-per-change';
+import type { TracingRun } from './cpu-per-change';
 import { measureFloor } from './floor';
 import type { FloorResult } from './floor';
 import { SliceWatch, measureLatency } from './latency';
@@ -65,6 +76,7 @@ import type {
   BenchResults,
   CpuBenchResults,
   PrioritiesBenchResults,
+  TracingCpuBenchResults,
   WatcherMemoryBenchResults,
 } from './report';
 import { round } from './stats';
@@ -98,6 +110,10 @@ const ONLY = process.env.BENCH_ONLY ?? '';
 if (ONLY !== '' && ONLY !== 'priorities' && ONLY !== 'watcher-memory' && ONLY !== 'cpu') {
   throw new Error('BENCH_ONLY: "priorities", "watcher-memory", "cpu" or unset');
 }
+const TRACING = process.env.BENCH_TRACING ?? 'off';
+if (TRACING !== 'off' && TRACING !== 'on') throw new Error('BENCH_TRACING: "on", "off" or unset');
+if (TRACING === 'on' && ONLY !== 'cpu')
+  throw new Error('BENCH_TRACING=on runs with BENCH_ONLY=cpu');
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ?? '';
 /** Settings that have a service write a CPU profile on exit (BENCH_CPU_PROF), or none. */
 const PROFILING: Record<string, string> =
@@ -112,13 +128,23 @@ const LATENCY_SYSTEM = 'bench-latency';
 
 type Latency = LatencyResult & { ratioToFloor: number };
 
-/** Floor and end-to-end latency share one System: same Redis, same emulator process. */
-function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> {
+/**
+ * Floor and end-to-end latency share one System: same Redis, same emulator process. With a
+ * `sink`, every service traces every change (always_on) and exports its spans there.
+ */
+function floorAndLatency(sink?: OtlpReceiver): Promise<{ floor: FloorResult; latency: Latency[] }> {
   const nodes = Array.from({ length: LATENCY_DRIVERS }, (_, i) => `node-${i}`);
+  progress(
+    `latency system, tracing ${sink === undefined ? 'off' : 'on'}: load ${os
+      .loadavg()
+      .map((l) => round(l))
+      .join(' ')}`,
+  );
   return withSystem(
     {
-      name: LATENCY_SYSTEM,
+      name: sink === undefined ? LATENCY_SYSTEM : `${LATENCY_SYSTEM}-traced`,
       nodes,
+      ...(sink === undefined ? {} : { commonEnv: sink.otelEnv() }),
       syncerReplicas: 1,
       syncerEnv: {
         SYNC_CONCURRENCY: String(CONCURRENCY),
@@ -175,11 +201,15 @@ function floorAndLatency(): Promise<{ floor: FloorResult; latency: Latency[] }> 
             rate,
             seconds: SECONDS,
             syncerMetrics,
+            ...(sink === undefined ? {} : { spans: () => sink.countsByName() }),
           });
           const ratioToFloor = round(result.p50ms / floor.floorMs, 2);
           latency.push({ ...result, ratioToFloor });
           progress(
-            `latency ${rate}/s: p50 ${result.p50ms} ms (${ratioToFloor} × floor ${floor.floorMs} ms), p99 ${result.p99ms} ms, API reads per change ${result.readsPerChange} (watch requests not counted), ${result.syncs} syncs run`,
+            `latency ${rate}/s: p50 ${result.p50ms} ms (${ratioToFloor} × floor ${floor.floorMs} ms), p99 ${result.p99ms} ms, API reads per change ${result.readsPerChange} (watch requests not counted), ${result.syncs} syncs run${result.spans === undefined ? '' : `, ${result.spans.perChange} spans per change`}; load ${os
+              .loadavg()
+              .map((l) => round(l))
+              .join(' ')}`,
           );
         }
         return { floor, latency };
@@ -355,8 +385,87 @@ async function cpuOnly(): Promise<void> {
   progress(`results written to ${path}`);
 }
 
+/**
+ * `BENCH_ONLY=cpu BENCH_TRACING=on`: the floor and the latency rates with tracing off, then the
+ * same in a fresh System with tracing on (every span exported to a counting sink); slicekeeper's
+ * CPU per change off and on beside the floor, and spans per change, in a results file of its own.
+ */
+async function cpuTracing(): Promise<void> {
+  const startedAt = new Date();
+  const machine = machineInfo();
+  const start = performance.now();
+  progress(
+    `cpu with tracing off, then on: ${SECONDS} s per latency rate${CPU_PROF_DIR === '' ? '' : `, profiling into ${CPU_PROF_DIR}`}`,
+  );
+  const loadOff = os.loadavg().map((l) => round(l));
+  const off: TracingRun = { tracing: 'off', loadAverage: loadOff, ...(await floorAndLatency()) };
+  const sink = await OtlpReceiver.start({ keep: 'count' });
+  let on: TracingRun;
+  try {
+    const loadOn = os.loadavg().map((l) => round(l));
+    on = { tracing: 'on', loadAverage: loadOn, ...(await floorAndLatency(sink)) };
+  } finally {
+    await sink.close();
+  }
+  progress(
+    `tracing sink: ${sink.spanCount} spans in ${sink.requests.accepted} exports, ${sink.requests.rejected} refused`,
+  );
+  const cost = tracingCostRows(off, on);
+  const results: TracingCpuBenchResults = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    settings: {
+      secondsPerRate: SECONDS,
+      syncConcurrency: CONCURRENCY,
+      latencyDrivers: LATENCY_DRIVERS,
+      latencyRates: LATENCY_RATES,
+      floorSamples: FLOOR_SAMPLES,
+      tracing: sinkSettings(sink),
+      profiled: CPU_PROF_DIR !== '',
+    },
+    off,
+    on,
+    cost,
+    goals: [],
+    durationSeconds: round((performance.now() - start) / 1000, 1),
+  };
+  const path = await writeResults(
+    results,
+    CPU_PROF_DIR === '' ? '-cpu-tracing' : '-cpu-tracing-profiled',
+  );
+  const spansAt = (rate: number): string => {
+    const byName = on.latency.find((l) => l.rate === rate)?.spans?.perChangeByName ?? {};
+    return Object.entries(byName)
+      .map(([name, perChange]) => `${name} ${perChange}`)
+      .join(', ');
+  };
+  process.stdout.write(
+    [
+      ...heading(results, 'slicekeeper CPU per change, tracing off and on'),
+      `load when each run's System started: off ${off.loadAverage.join(' ')}, on ${on.loadAverage.join(' ')}`,
+      '## CPU per change, ms (own = watcher + syncer + API; floor: the bench as client per round trip)',
+      tracingCostTable(cost),
+      ...LATENCY_RATES.map((rate) => `spans per change at ${rate}/s: ${spansAt(rate)}`),
+      '',
+    ].join('\n\n'),
+  );
+  progress(`results written to ${path}`);
+}
+
+/** The tracing settings the services ran with (the sink's URL left out). */
+function sinkSettings(sink: OtlpReceiver): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(sink.otelEnv()).filter(([name]) => name !== 'OTEL_EXPORTER_OTLP_ENDPOINT'),
+  );
+}
+
 async function main(): Promise<void> {
   closeSystemsOnSignal();
+  if (ONLY === 'cpu' && TRACING === 'on') {
+    await cpuTracing();
+    return;
+  }
   if (ONLY === 'cpu') {
     await cpuOnly();
     return;
