@@ -166,6 +166,8 @@ export interface OtlpReceiverOptions {
    * (`'count'`, for a bench: each body is parsed, counted and dropped). @defaultValue 'spans'
    */
   keep?: 'spans' | 'count';
+  /** @defaultValue a free port */
+  port?: number;
 }
 
 /**
@@ -187,12 +189,12 @@ export class OtlpReceiver {
     private readonly keep: 'spans' | 'count',
   ) {}
 
-  /** Listens on a free loopback port. */
+  /** Listens on a loopback port: `options.port`, or a free one. */
   static async start(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
     const server = http.createServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
+      server.listen(options.port ?? 0, '127.0.0.1', () => {
         server.off('error', reject);
         resolve();
       });
@@ -259,12 +261,12 @@ export class OtlpReceiver {
   }
 
   /**
-   * Polls the spans received until `check` returns something (not undefined, null or false),
-   * and resolves with it; fails naming `what` after `timeoutMs`.
+   * Polls the spans received until `check` returns something (not undefined), and resolves
+   * with it; fails naming `what` after `timeoutMs`.
    */
   async waitFor<T>(
     what: string,
-    check: (spans: readonly ReceivedSpan[]) => T | undefined | null | false,
+    check: (spans: readonly ReceivedSpan[]) => T | undefined,
     timeoutMs = 30_000,
   ): Promise<NonNullable<T>> {
     return waitFor(() => check(this.received), { timeoutMs, intervalMs: 50, description: what });
