@@ -61,7 +61,11 @@ export interface RedisKeys {
   readonly registrationEvents: string;
   /** String: counter behind `Registration.sequence`. */
   readonly registrationSequence: string;
-  /** Sorted set: every key id slicekeeper has published for, scored by last sync (ms). */
+  /**
+   * Sorted set: every key id slicekeeper has published for, scored by the sync that last wrote
+   * it (ms): the first `synced` after any other outcome, and again at least once an hour while
+   * the key stays synced (the scores are not read; membership is what counts).
+   */
   readonly knownKeys: string;
   /** Sorted set: live plugin-watcher replica ids (shared mode), scored by heartbeat expiry (ms). */
   readonly watcherMembers: string;
