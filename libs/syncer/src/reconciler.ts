@@ -1,11 +1,5 @@
 import type { Logger } from 'pino';
-import {
-  SYNC_QUEUE_NAME,
-  boundProblems,
-  bringsNews,
-  keyId,
-  tellsNews,
-} from '@slicekeeper/contracts';
+import { boundProblems, bringsNews, keyId, tellsNews } from '@slicekeeper/contracts';
 import type {
   FieldProblem,
   InventorySnapshot,
@@ -32,21 +26,7 @@ import type {
   SyncPlan,
 } from '@slicekeeper/slices';
 import type { SyncTurn } from '@slicekeeper/state';
-import {
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_MESSAGE_ID,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-  ATTR_SLICEKEEPER_DRIVER,
-  ATTR_SLICEKEEPER_NODE,
-  ATTR_SLICEKEEPER_OUTCOME,
-  ATTR_SLICEKEEPER_SNAPSHOT_GENERATION,
-  SpanKind,
-  SpanStatusCode,
-  linksTo,
-  parseTraceparent,
-} from '@slicekeeper/telemetry';
-import type { Span, Tracing } from '@slicekeeper/telemetry';
+import type { Tracing } from '@slicekeeper/telemetry';
 import { systemClock } from '@slicekeeper/time';
 import type { Clock } from '@slicekeeper/time';
 import type { Requeue } from './backoff';
@@ -58,6 +38,8 @@ import { SliceApplier } from './slice-applier';
 import type { SliceApplierOptions } from './slice-applier';
 import { SyncReport } from './sync-report';
 import type { SyncerMetrics } from './syncer-metrics';
+import { tracePlan, traceSync } from './sync-tracing';
+import type { SyncRun } from './sync-tracing';
 
 /** One sync's hold on its key's records (`SyncTurn` of libs/state). */
 export type KeyTurn = Pick<
@@ -121,33 +103,6 @@ export interface SyncContext {
   attempt: number;
   reason: SyncReason;
 }
-
-/** A sync under way: the job's context, and the trace id its status records (tracing on). */
-interface SyncRun extends SyncContext {
-  traceId?: string;
-}
-
-/** Span attributes of a sync (`slicekeeper.*` beside OpenTelemetry's messaging ones). */
-const ATTR_ATTEMPT = 'slicekeeper.attempt';
-const ATTR_REASON = 'slicekeeper.reason';
-const ATTR_WRITES = 'slicekeeper.writes';
-const ATTR_POOLS = 'slicekeeper.pools';
-const ATTR_DEVICES = 'slicekeeper.devices';
-const ATTR_CREATES = 'slicekeeper.plan.creates';
-const ATTR_UPDATES = 'slicekeeper.plan.updates';
-const ATTR_DELETES = 'slicekeeper.plan.deletes';
-
-/**
- * The outcomes whose `process sync` span ends with status error: slicekeeper could not do its
- * part (a write failed, a record is unreadable). `invalid`, `node-missing` and `removing` are
- * the sync doing its job on what it was given (the driver's data, the cluster, a removal), so
- * their spans keep status unset and say the outcome in `slicekeeper.outcome`.
- */
-const FAILED_OUTCOMES: ReadonlySet<string> = new Set<SyncOutcome>([
-  'retrying',
-  'failed',
-  'corrupt',
-]);
 
 /** What a reconcile did (controller-runtime's `Result`): the queue loop switches on it. */
 export interface ReconcileResult {
@@ -231,59 +186,12 @@ export class Reconciler {
       // 1. What is desired.
       const desired = readDesired(turn, startedAt.getTime(), context.reason);
       if (tracing === undefined) return await this.sync(key, context, turn, startedAt, desired);
-      return await this.traced(tracing, jobStartedAt, key, context, desired, (run) =>
-        this.sync(key, run, turn, startedAt, desired),
-      );
+      const sync = { startTime: jobStartedAt, key, context, snapshot: snapshotOf(desired) };
+      return await traceSync(tracing, sync, (run) => this.sync(key, run, turn, startedAt, desired));
     } finally {
       // Recording the outcome released the guard, unless the sync failed before it got there.
       await turn.release();
       this.options.metrics?.duration.observe((this.now().getTime() - startedAt.getTime()) / 1000);
-    }
-  }
-
-  /**
-   * Runs the rest of a sync inside its `process sync` span (a CONSUMER span of the sync queue's
-   * job): started when the job did, so that it covers the Redis read; a child of the last
-   * traceparent of the snapshot (one change, one trace) and linked to each of them (the
-   * messages coalesced into this sync); a root without any (a resync, tracing off at the
-   * watcher). Status error for the outcomes of {@link FAILED_OUTCOMES}, and for an exception.
-   */
-  private async traced(
-    tracing: Tracing,
-    startTime: number,
-    key: SliceKey,
-    context: SyncContext,
-    desired: Desired,
-    work: (run: SyncRun) => Promise<ReconcileResult>,
-  ): Promise<ReconcileResult> {
-    const traceparents = snapshotOf(desired)?.traceparents ?? [];
-    const last = traceparents.at(-1);
-    const parent = last === undefined ? undefined : parseTraceparent(last);
-    const span = tracing.start('process sync', {
-      kind: SpanKind.CONSUMER,
-      startTime,
-      links: linksTo(traceparents),
-      ...(parent === undefined ? {} : { parent }),
-      attributes: {
-        [ATTR_MESSAGING_SYSTEM]: 'bullmq',
-        [ATTR_MESSAGING_DESTINATION_NAME]: SYNC_QUEUE_NAME,
-        [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
-        [ATTR_MESSAGING_MESSAGE_ID]: context.jobId,
-        [ATTR_SLICEKEEPER_NODE]: key.node,
-        [ATTR_SLICEKEEPER_DRIVER]: key.driver,
-        [ATTR_ATTEMPT]: context.attempt,
-        [ATTR_REASON]: context.reason,
-      },
-    });
-    try {
-      const run: SyncRun = span.isRecording()
-        ? { ...context, traceId: span.spanContext().traceId }
-        : context;
-      const result = await tracing.within(span, () => work(run));
-      endSyncSpan(span, result);
-      return result;
-    } finally {
-      span.end();
     }
   }
 
@@ -377,7 +285,10 @@ export class Reconciler {
       ...(this.options.layoutRules === undefined ? {} : { rules: this.options.layoutRules() }),
       ...(dropping ? { adoptDropped: previous.droppedFields ?? [] } : {}),
     });
-    const planned = this.plan(() => tryPlanSync(input(existing)), pools);
+    const planned =
+      this.options.tracing === undefined
+        ? tryPlanSync(input(existing))
+        : tracePlan(this.options.tracing, input(existing));
     if (!planned.ok) {
       return refuse({
         outcome: 'invalid',
@@ -480,35 +391,6 @@ export class Reconciler {
     return result;
   }
 
-  /** Plans inside a `plan` span (tracing on): what it was given and how many writes it planned. */
-  private plan(
-    plan: () => ReturnType<typeof tryPlanSync>,
-    pools: readonly { devices: readonly unknown[] }[],
-  ): ReturnType<typeof tryPlanSync> {
-    const { tracing } = this.options;
-    if (tracing === undefined) return plan();
-    let devices = 0;
-    for (const pool of pools) devices += pool.devices.length;
-    const span = tracing.start('plan', {
-      attributes: { [ATTR_POOLS]: pools.length, [ATTR_DEVICES]: devices },
-    });
-    try {
-      const planned = plan();
-      if (planned.ok) {
-        span.setAttributes({
-          [ATTR_CREATES]: planned.plan.creates.length,
-          [ATTR_UPDATES]: planned.plan.updates.length,
-          [ATTR_DELETES]: planned.plan.deletes.length,
-        });
-      } else {
-        span.setAttribute(ATTR_SLICEKEEPER_OUTCOME, 'invalid');
-      }
-      return planned;
-    } finally {
-      span.end();
-    }
-  }
-
   /**
    * Records the outcome (see `SyncTurn.finish`), which releases the key's guard, and tells it
    * as Events about the key's Node. The driver hears of an outcome when what it would be told
@@ -545,20 +427,6 @@ export class Reconciler {
 /** The snapshot a sync read, when it read one. */
 function snapshotOf(desired: Desired): InventorySnapshot | undefined {
   return desired.kind === 'publish' || desired.kind === 'rejected' ? desired.snapshot : undefined;
-}
-
-/** What a sync's span says of its result. */
-function endSyncSpan(span: Span, result: ReconcileResult): void {
-  span.setAttribute(ATTR_SLICEKEEPER_OUTCOME, result.outcome);
-  const { status } = result;
-  if (status === undefined) return;
-  span.setAttributes({
-    [ATTR_SLICEKEEPER_SNAPSHOT_GENERATION]: status.snapshotGeneration,
-    [ATTR_WRITES]: status.writes,
-  });
-  if (FAILED_OUTCOMES.has(status.outcome)) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: status.error ?? status.outcome });
-  }
 }
 
 /** A failed write's outcome: `invalid` for the server's 422, and when to try again. */
