@@ -15,7 +15,7 @@ import { loadConfig } from './config';
 void runService({
   service: 'plugin-watcher',
   loadConfig: () => loadConfig(process.env),
-  build: ({ config, logger, registry, redis: connections }) => {
+  build: ({ config, logger, registry, redis: connections, tracing }) => {
     const replicaId = config.REPLICA_ID ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
     const redis = connections.open('plugin-watcher');
     // Subscriber mode: the sync outcomes passed on to the drivers (NotifyPublishStatus).
@@ -42,6 +42,7 @@ void runService({
       logger,
       metrics: registry,
       feedbackSubscriber,
+      ...(tracing === undefined ? {} : { tracing }),
     });
     // Node mode with a registration API: kubelet-style discovery of the node's plugin sockets.
     const discovery =

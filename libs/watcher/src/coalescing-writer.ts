@@ -1,10 +1,21 @@
-import { syncPriority } from '@slicekeeper/contracts';
+import { MAX_SNAPSHOT_TRACE_LINKS, syncPriority } from '@slicekeeper/contracts';
 import type { DriverInventory, SliceKey, StreamState, SyncReason } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import type { SnapshotWriter } from '@slicekeeper/state';
+import type { SnapshotWriter, StoreResult } from '@slicekeeper/state';
+import {
+  ATTR_DB_OPERATION_NAME,
+  ATTR_DB_SYSTEM_NAME,
+  ATTR_SLICEKEEPER_OUTCOME,
+  ATTR_SLICEKEEPER_SNAPSHOT_GENERATION,
+  SpanKind,
+  formatTraceparent,
+} from '@slicekeeper/telemetry';
+import type { Span, SpanContext, Tracing } from '@slicekeeper/telemetry';
 import type { Clock, TimerHandle } from '@slicekeeper/time';
+import { publishSync } from './sync-enqueuer';
 import type { SyncEnqueuer } from './sync-enqueuer';
+import { STORE_SPAN, keyAttributes, startSpan } from './watcher-spans';
 import type { WatcherMetrics } from './watcher-metrics';
 
 /** A write of the key's snapshot. */
@@ -17,9 +28,21 @@ export type SnapshotWrite =
       receivedAt: number;
       /** Why the sync after this store is asked for: `health` when only device health changed. */
       reason: 'snapshot' | 'health';
+      /**
+       * The receive span of the message that brought the inventory (tracing on); none for a
+       * store no message made (a health timeout).
+       */
+      trace?: SpanContext | undefined;
     }
   /** A message the stream could not take: stored as rejected, the published slices stay. */
-  | { kind: 'reject'; endpoint: string; problem: string; receivedAt: number }
+  | {
+      kind: 'reject';
+      endpoint: string;
+      problem: string;
+      receivedAt: number;
+      /** The rejected message's receive span (tracing on). */
+      trace?: SpanContext | undefined;
+    }
   | { kind: 'withdraw' };
 
 /** What one step of the key asks to be written. */
@@ -48,6 +71,8 @@ export interface CoalescingWriterOptions {
   metrics?: WatcherMetrics;
   /** Called when a write found the key's lease held by another replica. */
   onNotOwner?: () => void;
+  /** Spans of the snapshot writes and of the syncs asked for; none when unset (tracing off). */
+  tracing?: Tracing;
 }
 
 /**
@@ -56,6 +81,13 @@ export interface CoalescingWriterOptions {
  * last inventory always wins. In each round the snapshot goes first, then an owed sync, then the
  * stream state, except that a sync that reads the stream state (unreachable, reachable) is asked
  * for after the state is written. A failed write is retried after `retryDelayMs`.
+ *
+ * With tracing on, each store (or reject) write is a `store snapshot` span: a child of the
+ * receive span of the newest message it stands for, linked to the receive spans of the others
+ * merged into it (the newest {@link MAX_SNAPSHOT_TRACE_LINKS} in all), whose traceparents are
+ * written into the snapshot for the syncer. A failed write ends its span with status error; its
+ * retry has a span of its own. The sync the store owes is asked for in a `publish sync` span,
+ * its child, while the store span is still open.
  */
 export class CoalescingWriter {
   private readonly options: CoalescingWriterOptions;
@@ -68,6 +100,13 @@ export class CoalescingWriter {
   private draining: Promise<void> | undefined;
   private retryTimer: { handle: TimerHandle; resolve: () => void } | undefined;
   private closing: Promise<void> | undefined;
+  /**
+   * Tracing on: the receive spans of the messages the pending write stands for, oldest first
+   * (those of writes it replaced, and of a failed write it follows).
+   */
+  private received: readonly SpanContext[] = NONE;
+  /** Tracing on: the store span the owed sync is asked for under; open until the first try. */
+  private owedBy: { span: Span | undefined; context: SpanContext } | undefined;
 
   constructor(options: CoalescingWriterOptions) {
     this.options = options;
@@ -76,9 +115,16 @@ export class CoalescingWriter {
   /** Takes what a step of the key wants written and starts writing unless a write runs. */
   submit(writes: Writes): void {
     if (this.closing !== undefined) return;
-    if (writes.snapshot !== undefined) {
-      this.pending = writes.snapshot;
-      this.lastStore = writes.snapshot.kind === 'withdraw' ? undefined : writes.snapshot;
+    const snapshot = writes.snapshot;
+    if (snapshot !== undefined) {
+      this.pending = snapshot;
+      if (snapshot.kind === 'withdraw') {
+        this.lastStore = undefined;
+        this.received = NONE;
+      } else {
+        this.lastStore = snapshot;
+        if (snapshot.trace !== undefined) this.received = newest(this.received, [snapshot.trace]);
+      }
     }
     if (writes.state !== undefined) {
       this.state = writes.state.value;
@@ -94,7 +140,8 @@ export class CoalescingWriter {
    */
   republish(): void {
     if (this.closing !== undefined) return;
-    if (this.lastStore !== undefined) this.pending ??= this.lastStore;
+    // Stands for no message: the messages were stored (and traced) when they came.
+    if (this.lastStore !== undefined) this.pending ??= { ...this.lastStore, trace: undefined };
     this.stateDirty = true;
     this.kick();
   }
@@ -110,6 +157,8 @@ export class CoalescingWriter {
         this.retryTimer.resolve();
       }
       await this.draining;
+      this.owedBy?.span?.end();
+      this.owedBy = undefined;
     })();
     return this.closing;
   }
@@ -144,16 +193,25 @@ export class CoalescingWriter {
         const write = this.pending;
         if (write !== undefined) {
           this.pending = undefined;
+          const received = this.received;
+          this.received = NONE;
           try {
-            await this.apply(write);
+            await this.apply(write, received);
           } catch (error) {
             this.pending ??= write;
+            // Whatever is pending now stands for the failed write's messages as well.
+            if (this.pending.kind !== 'withdraw') this.received = newest(received, this.received);
             throw error;
           }
         } else if (this.owedSync !== undefined && !(this.stateDirty && readsState(this.owedSync))) {
           const reason = this.owedSync;
-          await this.options.queue.enqueue(this.options.key, reason);
-          if (this.owedSync === reason) this.owedSync = undefined;
+          await (this.options.tracing === undefined
+            ? this.options.queue.enqueue(this.options.key, reason)
+            : this.publish(reason));
+          if (this.owedSync === reason) {
+            this.owedSync = undefined;
+            this.owedBy = undefined;
+          }
         } else if (this.stateDirty && this.state !== undefined) {
           this.stateDirty = false;
           try {
@@ -172,24 +230,74 @@ export class CoalescingWriter {
     }
   }
 
-  private async apply(write: SnapshotWrite): Promise<void> {
-    const { key, writer, metrics, logger } = this.options;
+  private async apply(write: SnapshotWrite, received: readonly SpanContext[]): Promise<void> {
+    const { key, writer, metrics, logger, tracing } = this.options;
     if (write.kind === 'withdraw') {
       const result = await writer.withdraw(key);
       if (result.kind === 'withdrawn') {
         metrics?.snapshots.inc({ result: 'withdrawn' });
         logger.info('snapshot withdrawn');
         this.owe('stream-lost');
+        this.owedBy?.span?.end();
+        this.owedBy = undefined;
       } else if (result.kind === 'not-owner') {
         this.notOwner();
       }
       return;
     }
+    if (tracing === undefined) {
+      this.record(write, await this.store(write, undefined));
+      return;
+    }
+    const parent = received.at(-1);
+    const span = startSpan(tracing, STORE_SPAN, {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        [ATTR_DB_SYSTEM_NAME]: 'redis',
+        [ATTR_DB_OPERATION_NAME]: 'EVALSHA',
+        ...keyAttributes(key),
+      },
+      links: received.slice(0, -1).map((context) => ({ context })),
+      ...(parent === undefined ? {} : { parent }),
+    });
+    let owes: boolean;
+    try {
+      owes = await tracing.within(span, async () => {
+        const result = await this.store(write, received.map(formatTraceparent));
+        span.setAttribute(ATTR_SLICEKEEPER_OUTCOME, result.kind);
+        if (result.kind === 'stored') {
+          span.setAttribute(ATTR_SLICEKEEPER_SNAPSHOT_GENERATION, result.generation);
+        }
+        return this.record(write, result);
+      });
+    } catch (error) {
+      span.end();
+      throw error;
+    }
+    if (owes) {
+      // Ended once the sync it owes is asked for (or by a later store that owes it too).
+      this.owedBy?.span?.end();
+      this.owedBy = { span, context: span.spanContext() };
+    } else {
+      span.end();
+    }
+  }
+
+  /** Writes a store or a reject, with the traceparents of the messages it stands for. */
+  private store(
+    write: Exclude<SnapshotWrite, { kind: 'withdraw' }>,
+    traceparents: string[] | undefined,
+  ): Promise<StoreResult> {
+    const { key, writer } = this.options;
     const receivedAt = new Date(write.receivedAt);
-    const result =
-      write.kind === 'store'
-        ? await writer.store(key, write.endpoint, write.inventory, receivedAt)
-        : await writer.reject(key, write.endpoint, write.problem, receivedAt);
+    return write.kind === 'store'
+      ? writer.store(key, write.endpoint, write.inventory, receivedAt, traceparents)
+      : writer.reject(key, write.endpoint, write.problem, receivedAt, traceparents);
+  }
+
+  /** Takes in what a store did; true when it owes a sync. */
+  private record(write: SnapshotWrite, result: StoreResult): boolean {
+    const { metrics, logger } = this.options;
     switch (result.kind) {
       case 'stored':
         metrics?.snapshots.inc({ result: 'stored' });
@@ -198,21 +306,40 @@ export class CoalescingWriter {
         this.owe(storedReason(write, result.generation));
         // Written again with the snapshot: its lastMessageAt moved on.
         this.stateDirty = true;
-        return;
+        return true;
       case 'unsynced':
         metrics?.snapshots.inc({ result: 'unchanged' });
         this.owe(storedReason(write, 0));
-        return;
+        return true;
       case 'unchanged':
         metrics?.snapshots.inc({ result: 'unchanged' });
-        return;
+        return false;
       case 'unregistered':
         // Removed: the registration follower closes this watch. Nothing of it is published.
         logger.debug('not registered, snapshot not stored');
-        return;
+        return false;
       case 'not-owner':
         this.notOwner();
-        return;
+        return false;
+    }
+  }
+
+  /**
+   * Asks for the owed sync; with tracing on, as a child of the store that owes it, whose span
+   * ends with this first try.
+   */
+  private async publish(reason: SyncReason): Promise<void> {
+    const { queue, key, tracing } = this.options;
+    const owedBy = this.owedBy;
+    if (owedBy?.span === undefined) {
+      await publishSync(queue, key, reason, tracing, owedBy?.context);
+      return;
+    }
+    try {
+      await publishSync(queue, key, reason, tracing, owedBy.context);
+    } finally {
+      owedBy.span.end();
+      owedBy.span = undefined;
     }
   }
 
@@ -230,6 +357,18 @@ export class CoalescingWriter {
       this.retryTimer = { handle, resolve };
     });
   }
+}
+
+/** No receive spans; never changed in place (nor is any list of them). */
+const NONE: readonly SpanContext[] = [];
+
+/** `older` then `newer`, the newest {@link MAX_SNAPSHOT_TRACE_LINKS} kept. */
+function newest(
+  older: readonly SpanContext[],
+  newer: readonly SpanContext[],
+): readonly SpanContext[] {
+  const all = older.length === 0 ? newer : [...older, ...newer];
+  return all.length > MAX_SNAPSHOT_TRACE_LINKS ? all.slice(-MAX_SNAPSHOT_TRACE_LINKS) : all;
 }
 
 /** Whether a sync asked for `reason` depends on the stream state: it is asked for after it. */

@@ -499,3 +499,56 @@ describe('createGrpcConnector timeouts', () => {
     expect(clock.pending()).toEqual([60_000]);
   });
 });
+
+describe('createGrpcConnector trace context', () => {
+  const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  let server: GrpcServer;
+  afterEach(() => {
+    server.forceShutdown();
+  });
+
+  it("hands on each message's traceparent, of a taken message and of a rejected one", async () => {
+    server = new GrpcServer();
+    server.addService(publisher.ResourcePublisherService, {
+      watchResources: (call: ServerWritableStream<unknown, publisher.DriverResources>) => {
+        call.write(fromDriverInventory(gpus(1), traceparent));
+        call.write(
+          publisher.DriverResources.fromPartial({
+            traceparent,
+            pools: [{ name: 'p', generation: 2n ** 63n - 1n }],
+          }),
+        );
+        call.write(fromDriverInventory(gpus(2)));
+        call.end();
+      },
+      notifyPublishStatus: () => undefined,
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => {
+        if (error === null) resolve(bound);
+        else reject(error);
+      });
+    });
+    const seen: unknown[] = [];
+    let ended = false;
+    createGrpcConnector()(
+      { endpoint: `127.0.0.1:${port}`, nodeName: 'node-a' },
+      {
+        message: (inventory, sent) =>
+          seen.push({ devices: inventory.pools[0]?.devices.length, sent }),
+        rejected: ({ traceparent: sent }) => seen.push({ rejected: true, sent }),
+        end: () => {
+          ended = true;
+        },
+        error: () => undefined,
+      },
+    );
+    await waitFor(() => ended, { description: 'the stream ended' });
+
+    expect(seen).toEqual([
+      { devices: 1, sent: traceparent },
+      { rejected: true, sent: traceparent },
+      { devices: 2, sent: undefined },
+    ]);
+  });
+});

@@ -171,6 +171,17 @@ const NODE_LIST_AND_WATCH_RESOURCES = inventoryRpc(
 const NOTIFY_PUBLISH_STATUS = publisher.ResourcePublisherService.notifyPublishStatus;
 
 /**
+ * The fully-qualified gRPC method a plugin registered with `version` streams its inventory on
+ * (`slicekeeper.v1.ResourcePublisher/WatchResources`, or kubelet 1.30's), as OpenTelemetry's
+ * `rpc.method` names it.
+ */
+export function inventoryMethod(version: string | undefined): string {
+  const rpc =
+    version === KUBELET_130_PLUGIN_VERSION ? NODE_LIST_AND_WATCH_RESOURCES : WATCH_RESOURCES;
+  return rpc.path.slice(1);
+}
+
+/**
  * One stream of {@link createGrpcConnector}. A class rather than closures: a watcher holds one
  * per plugin, and methods are shared where closures were made for every stream.
  */
@@ -262,9 +273,14 @@ class GrpcInventoryStream implements InventoryStream, GrpcCallListener {
     if (this.done) return;
     const mapping = this.rpc.read(bytes, this.request.nodeName);
     if (mapping.kind === 'inventory') {
-      this.handlers.message(mapping.inventory);
+      this.handlers.message(mapping.inventory, mapping.traceparent);
     } else if (mapping.kind === 'rejected') {
-      this.handlers.rejected({ problem: mapping.problem, callEnded: false });
+      const { problem, traceparent } = mapping;
+      this.handlers.rejected(
+        traceparent === undefined
+          ? { problem, callEnded: false }
+          : { problem, callEnded: false, traceparent },
+      );
     } else {
       // As grpc-js: a message the client cannot deserialize ends the call. The plugin did
       // answer: that is its bug, not an outage.

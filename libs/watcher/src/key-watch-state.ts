@@ -5,6 +5,7 @@ import type {
   StreamStateName,
   SyncReason,
 } from '@slicekeeper/contracts';
+import type { SpanContext } from '@slicekeeper/telemetry';
 import type { SnapshotWrite } from './coalescing-writer';
 import { expireHealth, onlyHealthDiffers } from './device-health';
 import type { PluginStreamState } from './plugin-stream';
@@ -25,6 +26,8 @@ export interface StreamView {
   readonly latest: DriverInventory | undefined;
   /** When the latest message arrived, ms since the epoch. */
   readonly lastMessageAt: number | undefined;
+  /** The receive span of `latest`, when tracing is on: the store of it links to it. */
+  readonly trace?: SpanContext | undefined;
 }
 
 /** The timers a key runs: the wipe delay and the next device health timeout. */
@@ -60,7 +63,14 @@ export type KeyWatchEvent =
    */
   | { kind: 'stream-changed'; stream: StreamView; now: number }
   /** A message of a stream could not be taken (too large, undecodable, unpublishable). */
-  | { kind: 'message-rejected'; stream: StreamView; problem: string; now: number }
+  | {
+      kind: 'message-rejected';
+      stream: StreamView;
+      problem: string;
+      now: number;
+      /** The rejected message's receive span, when tracing is on. */
+      trace?: SpanContext | undefined;
+    }
   | { kind: 'timer-fired'; timer: TimerKind; now: number };
 
 export type KeyWatchEffect =
@@ -124,7 +134,7 @@ export function stepKeyWatch(state: KeyWatchState, event: KeyWatchEvent): KeyWat
       break;
     case 'message-rejected':
       step.see(event.stream);
-      step.rejected(event.stream.endpoint, event.problem);
+      step.rejected(event.stream.endpoint, event.problem, event.trace);
       break;
     case 'timer-fired':
       if (event.timer === 'wipe') step.wipe();
@@ -196,7 +206,7 @@ class Step {
       const inventory = active.latest;
       if (inventory !== undefined && inventory !== this.state.received?.inventory) {
         this.state.received = { inventory, at: active.lastMessageAt ?? this.now };
-        this.publishReceived(active.endpoint);
+        this.publishReceived(active.endpoint, active.trace);
       }
     } else if (decider.state === 'ended') {
       // The health clock keeps running: a stream that stopped sends no updates either.
@@ -220,7 +230,7 @@ class Step {
   }
 
   /** A message of the stream at `endpoint` was rejected: stored if that stream decides the key. */
-  rejected(endpoint: string, problem: string): void {
+  rejected(endpoint: string, problem: string, trace: SpanContext | undefined): void {
     const ordered = this.ordered();
     const decider = ordered.find((s) => s.state === 'streaming') ?? ordered[0];
     if (decider?.endpoint !== endpoint) return;
@@ -228,7 +238,7 @@ class Step {
     this.state.published = undefined;
     this.effects.push({
       kind: 'write-snapshot',
-      write: { kind: 'reject', endpoint, problem, receivedAt: this.now },
+      write: { kind: 'reject', endpoint, problem, receivedAt: this.now, trace },
     });
   }
 
@@ -245,7 +255,7 @@ class Step {
     const health = this.state.health;
     if (health === undefined) return;
     this.state.health = undefined;
-    this.publishReceived(health.endpoint);
+    this.publishReceived(health.endpoint, undefined);
   }
 
   /** The key's streams, most recently registered first. */
@@ -260,9 +270,10 @@ class Step {
 
   /**
    * Stores the received inventory as it stands now (devices whose health timed out become
-   * `unknown`), and sets the timer of the next health timeout.
+   * `unknown`), and sets the timer of the next health timeout. `trace`: the receive span of the
+   * message that brought it; none for a store no message made (a health timeout).
    */
-  private publishReceived(endpoint: string): void {
+  private publishReceived(endpoint: string, trace: SpanContext | undefined): void {
     const received = this.state.received;
     if (received === undefined) return;
     const { inventory, nextDeadline } = expireHealth(received.inventory, received.at, this.now);
@@ -284,6 +295,7 @@ class Step {
         inventory,
         receivedAt: inventory === received.inventory ? received.at : this.now,
         reason: healthOnly ? 'health' : 'snapshot',
+        trace,
       },
     });
   }

@@ -7,6 +7,7 @@ import type {
 } from '@slicekeeper/contracts';
 import type { Logger } from '@slicekeeper/observability';
 import type { SnapshotWriter } from '@slicekeeper/state';
+import type { Tracing } from '@slicekeeper/telemetry';
 import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/time';
 import { CoalescingWriter } from './coalescing-writer';
 import type { Writes } from './coalescing-writer';
@@ -40,6 +41,11 @@ export interface KeyWatchOptions {
   metrics?: WatcherMetrics;
   /** Called when a write found the key's lease held by another replica. */
   onNotOwner?: () => void;
+  /**
+   * Spans of each message, each snapshot write and each sync asked for; see {@link PluginStream}
+   * and {@link CoalescingWriter}. None when unset (tracing off).
+   */
+  tracing?: Tracing;
 }
 
 /**
@@ -74,6 +80,7 @@ export class KeyWatch {
       ...(options.retryDelayMs === undefined ? {} : { retryDelayMs: options.retryDelayMs }),
       ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
       ...(options.onNotOwner === undefined ? {} : { onNotOwner: options.onNotOwner }),
+      ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
     });
   }
 
@@ -193,6 +200,7 @@ export class KeyWatch {
       connector: this.options.connector,
       clock: this.options.clock,
       ...(this.options.backoff === undefined ? {} : { backoff: this.options.backoff }),
+      ...(this.options.tracing === undefined ? {} : { tracing: this.options.tracing }),
       logger: this.options.logger.child({
         endpoint: registration.endpoint,
         sequence: registration.sequence,
@@ -207,10 +215,10 @@ export class KeyWatch {
       onReconnect: () => {
         this.options.metrics?.reconnects.inc();
       },
-      onRejected: (rejecting, problem) => {
+      onRejected: (rejecting, problem, trace) => {
         if (this.streams.get(rejecting.endpoint) !== rejecting) return;
         const stream = viewOf(rejecting);
-        this.dispatch({ kind: 'message-rejected', stream, problem, now: this.now() });
+        this.dispatch({ kind: 'message-rejected', stream, problem, now: this.now(), trace });
       },
     });
     this.streams.set(registration.endpoint, stream);
@@ -250,5 +258,6 @@ function viewOf(stream: PluginStream): StreamView {
     lastRejection: stream.lastRejection,
     latest: stream.latest,
     lastMessageAt: stream.lastMessageAt,
+    trace: stream.latestTrace,
   };
 }

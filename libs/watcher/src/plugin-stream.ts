@@ -4,14 +4,25 @@ import type {
   StreamStateName,
   SyncStatus,
 } from '@slicekeeper/contracts';
-import { tellsNews } from '@slicekeeper/contracts';
+import { TRACEPARENT_RULE, tellsNews } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { SlicekeeperError } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { grpcErrorCode } from '@slicekeeper/proto';
+import {
+  ATTR_RPC_METHOD,
+  ATTR_RPC_SYSTEM_NAME,
+  ATTR_SERVER_ADDRESS,
+  SpanKind,
+  failSpan,
+  parseTraceparent,
+} from '@slicekeeper/telemetry';
+import type { Span, SpanContext, Tracing } from '@slicekeeper/telemetry';
 import { Backoff } from '@slicekeeper/time';
 import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/time';
+import { inventoryMethod } from './grpc-connector';
 import type { InventoryStream, MessageRejection, PublisherConnector } from './publisher-connector';
+import { RECEIVE_SPAN, keyAttributes, startSpan } from './watcher-spans';
 
 /** The states of one endpoint's stream (`wiped` is a key's state, not a stream's). */
 export type PluginStreamState = Exclude<StreamStateName, 'wiped'> | 'closed';
@@ -29,9 +40,15 @@ export interface PluginStreamOptions {
   onMessage?: (stream: PluginStream) => void;
   /**
    * Called for every message the connector rejected (see {@link PluginStream.lastRejection}),
-   * before `onReconnect` and `onChange`.
+   * before `onReconnect` and `onChange`; `trace` is its receive span's (tracing on).
    */
-  onRejected?: (stream: PluginStream, problem: string) => void;
+  onRejected?: (stream: PluginStream, problem: string, trace: SpanContext | undefined) => void;
+  /**
+   * Spans: each message gets a `receive inventory` span, a child of the driver's `traceparent`
+   * when it sent a valid one. None when unset (tracing off): no span, and the message's
+   * traceparent is not looked at.
+   */
+  tracing?: Tracing;
   /** Called when a reconnect is scheduled. */
   onReconnect?: (stream: PluginStream) => void;
 }
@@ -71,12 +88,30 @@ export class PluginStream {
   private told: SyncStatus | undefined;
   /** Whether this connection answered `NotifyPublishStatus` with Unimplemented. */
   private deaf = false;
+  /** The receive span of `latest` (tracing on). */
+  private received: SpanContext | undefined;
+  /** Whether this connection sent a traceparent that is not one, which is logged once. */
+  private badTraceparent = false;
+  /** Tracing on: the tracing, and the attributes of every receive span of this stream. */
+  private readonly receiving: { tracing: Tracing; attributes: Record<string, string> } | undefined;
 
   constructor(options: PluginStreamOptions) {
     this.options = options;
     this.registration = options.registration;
     this.backoff = new Backoff(options.backoff);
     this.stateSince = options.clock.now();
+    if (options.tracing !== undefined) {
+      const { registration } = options;
+      this.receiving = {
+        tracing: options.tracing,
+        attributes: {
+          [ATTR_RPC_SYSTEM_NAME]: 'grpc',
+          [ATTR_RPC_METHOD]: inventoryMethod(registration.version),
+          [ATTR_SERVER_ADDRESS]: registration.endpoint,
+          ...keyAttributes(registration),
+        },
+      };
+    }
   }
 
   get endpoint(): string {
@@ -95,6 +130,11 @@ export class PluginStream {
   /** The latest inventory received on this stream, kept after EOF. */
   get latest(): DriverInventory | undefined {
     return this.inventory;
+  }
+
+  /** The receive span of the latest message, when tracing is on. */
+  get latestTrace(): SpanContext | undefined {
+    return this.received;
   }
 
   /** When the latest message arrived, ms since the epoch. */
@@ -161,6 +201,7 @@ export class PluginStream {
     this.timer = undefined;
     this.told = undefined;
     this.deaf = false;
+    this.badTraceparent = false;
     this.setState('connecting');
     this.options.logger.debug({ attempt: this.backoff.attempts }, 'connecting');
     const call = this.options.connector(
@@ -170,8 +211,8 @@ export class PluginStream {
         version: this.registration.version,
       },
       {
-        message: (inventory) => {
-          if (this.call === call) this.onMessage(inventory);
+        message: (inventory, traceparent) => {
+          if (this.call === call) this.onMessage(inventory, traceparent);
         },
         rejected: (rejection) => {
           if (this.call !== call) return;
@@ -194,33 +235,77 @@ export class PluginStream {
     this.call = call;
   }
 
-  private onMessage(inventory: DriverInventory): void {
-    this.inventory = inventory;
-    this.receivedAt = this.options.clock.now();
-    this.rejection = undefined;
-    this.options.onMessage?.(this);
-    if (this.current !== 'streaming') {
-      this.backoff.reset();
-      this.reconnectCount = 0;
-      this.failure = undefined;
-      this.options.logger.info('streaming');
-      this.setState('streaming');
-    } else {
-      this.options.onChange(this);
+  /**
+   * Hands a message on to the key (`onMessage`, `onChange`) inside its receive span, which ends
+   * once the message is handed on: the key's Redis write, which may merge several messages, has a
+   * span of its own. The receive span is not made active: timers and writes started while handing
+   * on outlive it.
+   */
+  private onMessage(inventory: DriverInventory, traceparent: string | undefined): void {
+    const span = this.startReceive(traceparent);
+    try {
+      this.inventory = inventory;
+      this.received = span?.spanContext();
+      this.receivedAt = this.options.clock.now();
+      this.rejection = undefined;
+      this.options.onMessage?.(this);
+      if (this.current !== 'streaming') {
+        this.backoff.reset();
+        this.reconnectCount = 0;
+        this.failure = undefined;
+        this.options.logger.info('streaming');
+        this.setState('streaming');
+      } else {
+        this.options.onChange(this);
+      }
+    } finally {
+      span?.end();
     }
   }
 
-  private onRejected({ problem, callEnded }: MessageRejection): void {
-    this.rejection = problem;
-    this.options.logger.warn({ problem, callEnded }, 'message rejected');
-    this.options.onRejected?.(this, problem);
-    if (this.current === 'closed') return;
-    if (callEnded) {
-      this.failure = problem;
-      this.scheduleReconnect();
-    } else {
-      this.options.onChange(this);
+  private onRejected({ problem, callEnded, traceparent }: MessageRejection): void {
+    const span = this.startReceive(traceparent);
+    try {
+      if (span !== undefined) failSpan(span, problem);
+      this.rejection = problem;
+      this.options.logger.warn({ problem, callEnded }, 'message rejected');
+      this.options.onRejected?.(this, problem, span?.spanContext());
+      if (this.current === 'closed') return;
+      if (callEnded) {
+        this.failure = problem;
+        this.scheduleReconnect();
+      } else {
+        this.options.onChange(this);
+      }
+    } finally {
+      span?.end();
     }
+  }
+
+  /**
+   * A message's receive span (tracing on): a child of the driver's span when its traceparent is
+   * valid, else a root. One that is not a traceparent is ignored, as W3C trace context says, and logged once
+   * per connection.
+   */
+  private startReceive(traceparent: string | undefined): Span | undefined {
+    const receiving = this.receiving;
+    if (receiving === undefined) return undefined;
+    let parent: SpanContext | undefined;
+    if (traceparent !== undefined && traceparent !== '') {
+      parent = parseTraceparent(traceparent);
+      if (parent === undefined && !this.badTraceparent) {
+        this.badTraceparent = true;
+        this.options.logger.warn(
+          { traceparent: traceparent.slice(0, 80), rule: TRACEPARENT_RULE },
+          'traceparent ignored',
+        );
+      }
+    }
+    return startSpan(receiving.tracing, RECEIVE_SPAN, {
+      kind: SpanKind.CONSUMER,
+      attributes: receiving.attributes,
+      ...(parent === undefined ? {} : { parent }),
+    });
   }
 
   private onError(error: SlicekeeperError): void {

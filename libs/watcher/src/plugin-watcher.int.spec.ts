@@ -12,6 +12,8 @@ import { SyncQueue } from '@slicekeeper/queue';
 import { RegistrationStore, SyncRecords } from '@slicekeeper/state';
 import { RedisServer, uniquePrefix, waitFor } from '@slicekeeper/testing';
 import { createLogger, createMetricsRegistry } from '@slicekeeper/observability';
+import { formatTraceparent } from '@slicekeeper/telemetry';
+import { recordedTracing } from '@slicekeeper/telemetry/testing';
 import { PluginWatcher } from './plugin-watcher';
 import type { PluginWatcherOptions } from './plugin-watcher';
 import { gpus, silentLogger } from './testing/fakes';
@@ -142,6 +144,30 @@ describe('PluginWatcher (Redis + gRPC)', () => {
       { key: 'node-a/gpu.example.com', reason: 'first-snapshot' },
       { key: 'node-b/gpu.example.com', reason: 'first-snapshot' },
     ]);
+  });
+
+  it("traces a driver's message into the stored snapshot, whose traceparents the syncer reads", async () => {
+    const recorded = recordedTracing('plugin-watcher');
+    closers.push(() => recorded.shutdown());
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const a = await driver('node-a');
+    a.publish(gpus(4), { traceparent });
+    await register('node-a', a);
+    await watcher({ tracing: recorded.tracing });
+    await waitFor(() => recorded.named('publish sync').length > 0, { description: 'the sync' });
+
+    const [receive] = recorded.named('receive inventory');
+    const [store] = recorded.named('store snapshot');
+    expect(receive?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
+    expect(store?.parentSpanContext?.spanId).toBe(receive?.spanContext().spanId);
+    expect(recorded.named('publish sync')[0]?.parentSpanContext?.spanId).toBe(
+      store?.spanContext().spanId,
+    );
+    const stored = await snapshot('node-a');
+    const context = receive?.spanContext();
+    expect(stored?.traceparents).toEqual(context && [formatTraceparent(context)]);
+    expect(stored?.traceparents?.[0]).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-/);
+    expect(stored?.inventory).toEqual(gpus(4));
   });
 
   it('stores changes, ignores repeats, and withdraws on Unimplemented', async () => {

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { Registration, SliceKey, StreamStateName } from '@slicekeeper/contracts';
 import type { Logger } from '@slicekeeper/observability';
+import type { Tracing } from '@slicekeeper/telemetry';
 import { systemClock } from '@slicekeeper/time';
 import type { BackoffOptions, Clock } from '@slicekeeper/time';
 import { createGrpcConnector } from './grpc-connector';
@@ -52,6 +53,12 @@ export interface PluginWatcherOptions {
    * passes on to the drivers (`NotifyPublishStatus`). Without it drivers get no feedback.
    */
   feedbackSubscriber?: RedisClient;
+  /**
+   * Spans (tracing on): `receive inventory` per driver message, `store snapshot` per Redis write
+   * of a key's snapshot (its traceparents written for the syncer), `publish sync` per sync asked
+   * for. None when unset: no span is made.
+   */
+  tracing?: Tracing;
 }
 
 /**
@@ -281,6 +288,7 @@ export class PluginWatcher {
         wipeDelayMs: this.options.wipeDelayMs ?? 30_000,
         logger: this.options.logger.child({ node: key.node, driver: key.driver }),
         ...(this.metrics === undefined ? {} : { metrics: this.metrics }),
+        ...(this.options.tracing === undefined ? {} : { tracing: this.options.tracing }),
         onNotOwner: () => this.leases?.lost(id),
       });
       this.watches.set(id, watch);

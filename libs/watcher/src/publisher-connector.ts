@@ -13,6 +13,8 @@ export interface MessageRejection {
    * that does not decode. Otherwise the call stays open and the next message is used normally.
    */
   callEnded: boolean;
+  /** The message's `traceparent` as the driver sent it (unchecked), when it decoded and had one. */
+  traceparent?: string;
 }
 
 /**
@@ -20,8 +22,11 @@ export interface MessageRejection {
  * called, and nothing after it.
  */
 export interface InventoryStreamHandlers {
-  /** A complete inventory arrived; it replaces the previous one. */
-  message(inventory: DriverInventory): void;
+  /**
+   * A complete inventory arrived; it replaces the previous one. `traceparent`: the message's, as
+   * the driver sent it (unchecked), when it had one.
+   */
+  message(inventory: DriverInventory, traceparent?: string): void;
   /** A message arrived that cannot be used; the previous inventory is not replaced. */
   rejected(rejection: MessageRejection): void;
   /** The plugin ended the stream cleanly (EOF). */

@@ -50,12 +50,15 @@ export class ScriptedCall {
     readonly request: WatchRequest,
     private readonly handlers: InventoryStreamHandlers,
   ) {}
-  send(inventory: DriverInventory): void {
-    this.handlers.message(inventory);
+  /** Sends a message, with the driver's `traceparent` when given. */
+  send(inventory: DriverInventory, traceparent?: string): void {
+    this.handlers.message(inventory, traceparent);
   }
   /** Reports a message the connector could not use; `callEnded` as for a too large one. */
-  reject(problem: string, callEnded = false): void {
-    this.handlers.rejected({ problem, callEnded });
+  reject(problem: string, callEnded = false, traceparent?: string): void {
+    this.handlers.rejected(
+      traceparent === undefined ? { problem, callEnded } : { problem, callEnded, traceparent },
+    );
   }
   end(): void {
     this.handlers.end();
@@ -106,29 +109,45 @@ export class ScriptedConnector {
 export class MemoryWriter
   implements Pick<SnapshotWriter, 'store' | 'reject' | 'withdraw' | 'writeState'>
 {
-  readonly snapshots = new Map<string, { generation: number; endpoint: string; json: string }>();
+  readonly snapshots = new Map<
+    string,
+    { generation: number; endpoint: string; json: string; traceparents: readonly string[] }
+  >();
   readonly states = new Map<string, StreamState>();
   stores = 0;
   private generation = 0;
 
-  async store(key: SliceKey, endpoint: string, inventory: DriverInventory): Promise<StoreResult> {
+  /** Keeps the traceparents passed, as they are (carrying them forward is the real writer's). */
+  async store(
+    key: SliceKey,
+    endpoint: string,
+    inventory: DriverInventory,
+    _receivedAt?: Date,
+    traceparents: readonly string[] = [],
+  ): Promise<StoreResult> {
     await roundTrip();
     this.stores++;
     const json = canonicalJson(inventory);
     if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
     this.generation++;
-    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json });
+    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json, traceparents });
     return { kind: 'stored', generation: this.generation, bytes: json.length };
   }
 
   /** Stores a rejection as the snapshot; `rejection(key)` reads it back. */
-  async reject(key: SliceKey, endpoint: string, problem: string): Promise<StoreResult> {
+  async reject(
+    key: SliceKey,
+    endpoint: string,
+    problem: string,
+    _receivedAt?: Date,
+    traceparents: readonly string[] = [],
+  ): Promise<StoreResult> {
     await roundTrip();
     this.stores++;
     const json = JSON.stringify({ rejected: problem });
     if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
     this.generation++;
-    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json });
+    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json, traceparents });
     return { kind: 'stored', generation: this.generation, bytes: json.length };
   }
 
