@@ -1,4 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -42,6 +44,11 @@ class SyncerProcess {
   async stop(): Promise<void> {
     await this.process.stop();
   }
+
+  /** The first log entry with message `msg`, once written. */
+  log(msg: string): Promise<object> {
+    return this.process.waitForLog(msg);
+  }
 }
 
 interface ListedSlice {
@@ -83,7 +90,11 @@ describe('slice-syncer processes', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function startReplica(prefix: string, probePort = 0): SyncerProcess {
+  function startReplica(
+    prefix: string,
+    probePort = 0,
+    env: Record<string, string> = {},
+  ): SyncerProcess {
     const replica = new SyncerProcess({
       REDIS_URL: redisServer.url,
       REDIS_PREFIX: prefix,
@@ -94,6 +105,7 @@ describe('slice-syncer processes', () => {
       SYNC_STALLED_INTERVAL: '1s',
       SYNC_WRITE_RATE: '1000',
       LOG_LEVEL: 'info',
+      ...env,
     });
     processes.push(replica);
     return replica;
@@ -163,6 +175,56 @@ describe('slice-syncer processes', () => {
     });
     await replica.started();
     expect(await readyz()).toMatchObject({ status: 200 });
+  });
+
+  it('with an OTLP endpoint, exports each sync as a trace of its message, with its writes', async () => {
+    const receiver = await otlpReceiver();
+    try {
+      const prefix = uniquePrefix('traced');
+      const replica = startReplica(prefix, 0, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        LOG_LEVEL: 'debug',
+      });
+      await replica.started();
+      const store = new RegistrationStore({ redis, prefix });
+      await store.add({
+        ...key,
+        endpoint: 'unix:///run/gpu.sock',
+        version: 'v1.ResourcePublisher',
+      });
+      const message = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      await redis.set(
+        redisKeys(prefix).snapshot(key),
+        JSON.stringify({
+          generation: 1,
+          receivedAt: new Date().toISOString(),
+          endpoint: 'unix:///run/gpu.sock',
+          traceparents: [message],
+          inventory: inventory(1),
+        }),
+      );
+      const queue = new SyncQueue({ connection: redis, prefix });
+      await queue.enqueue(key, 'snapshot');
+      await queue.close();
+
+      const post = await waitFor(
+        () => receiver.spans.find((span) => span.name === 'POST' && span.parentSpanId !== ''),
+        { timeoutMs: 20_000, description: 'the exported write span' },
+      );
+      const sync = receiver.spans.find((span) => span.spanId === post.parentSpanId);
+      expect(sync).toMatchObject({
+        name: 'process sync',
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        parentSpanId: 'b7ad6b7169203331',
+      });
+      expect((await status(prefix))?.traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+      expect(await replica.log('synced')).toMatchObject({
+        trace_id: '0af7651916cd43dd8448eb211c80319c',
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('two replicas never sync one key at once, and the last of 1,000 changes wins', async () => {
@@ -245,3 +307,55 @@ describe('slice-syncer processes', () => {
     expect(new Set(devices).size).toBe(300);
   });
 });
+
+/** One exported span as OTLP/JSON carries it (ids in hex). */
+interface ExportedSpan {
+  name: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+}
+
+/** An OTLP/HTTP receiver of JSON trace exports: the spans it was sent, in order. */
+async function otlpReceiver(): Promise<{
+  url: string;
+  spans: ExportedSpan[];
+  close(): Promise<void>;
+}> {
+  const spans: ExportedSpan[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as {
+        resourceSpans?: { scopeSpans?: { spans?: Partial<ExportedSpan>[] }[] }[];
+      };
+      for (const resource of body.resourceSpans ?? []) {
+        for (const scope of resource.scopeSpans ?? []) {
+          for (const span of scope.spans ?? []) {
+            spans.push({
+              name: span.name ?? '',
+              traceId: span.traceId ?? '',
+              spanId: span.spanId ?? '',
+              parentSpanId: span.parentSpanId ?? '',
+            });
+          }
+        }
+      }
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      }),
+  };
+}
