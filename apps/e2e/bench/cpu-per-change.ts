@@ -182,6 +182,11 @@ export interface TracingCostRow {
   costPercent: number;
   /** By process, ms per change, off → on. */
   byProcess: Record<string, [number, number]>;
+  /**
+   * Syncs run per change, off and on: changes to one key coalesce, more so on a slower run, so
+   * the CPU per change of two runs compares only where these match (at 100 changes/s, 1).
+   */
+  syncsPerChange: [number, number];
   spansPerChange: number;
 }
 
@@ -214,6 +219,7 @@ export function tracingCostRows(off: TracingRun, on: TracingRun): TracingCostRow
         byProcess: Object.fromEntries(
           OWN_PROCESSES.map((p) => [p, [offMs[p] ?? Number.NaN, onMs[p] ?? Number.NaN]]),
         ),
+        syncsPerChange: [round(l.syncs / l.sent, 3), round(traced.syncs / traced.sent, 3)],
         spansPerChange: traced.spans?.perChange ?? 0,
       },
     ];
@@ -231,6 +237,7 @@ export function tracingCostTable(rows: readonly TracingCostRow[]): string {
     'cost ms',
     'cost %',
     ...OWN_PROCESSES.map((p) => `${p} ms off → on`),
+    'syncs per change off / on',
     'spans per change',
   ];
   return [
