@@ -48,12 +48,13 @@ export function createLogger(options: LoggerOptions): Logger {
 
 export type { LevelWithSilent };
 
-const NO_FIELDS = Object.freeze({});
-
-/** The ids of the span a line is written in (OpenTelemetry's log data model names). */
+/**
+ * The ids of the span a line is written in (OpenTelemetry's log data model names). A fresh
+ * object each time: pino merges the line's own fields into it.
+ */
 function traceIds(): object {
   const span = trace.getActiveSpan();
-  if (span === undefined) return NO_FIELDS;
+  if (span === undefined) return {};
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }

@@ -65,4 +65,17 @@ describe('Tracing', () => {
     expect(span?.status).toEqual({ code: SpanStatusCode.ERROR, message: '409 conflict' });
     expect(span?.events.map((e) => e.name)).toEqual(['exception']);
   });
+
+  it('starts a new trace for a root span, even inside an active one', async () => {
+    const outer = await recorded.tracing.inSpan('outer', {}, (span) => {
+      recorded.tracing.start('detached', { root: true }).end();
+      recorded.tracing.start('nested').end();
+      return Promise.resolve(span.spanContext().traceId);
+    });
+    const [detached] = recorded.named('detached');
+    const [nested] = recorded.named('nested');
+    expect(nested?.spanContext().traceId).toBe(outer);
+    expect(detached?.spanContext().traceId).not.toBe(outer);
+    expect(detached?.parentSpanContext).toBeUndefined();
+  });
 });

@@ -1,4 +1,4 @@
-import { SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import type {
   Attributes,
   Context,
@@ -16,6 +16,8 @@ export interface SpanStart {
   links?: Link[];
   /** The parent: a remote span context (a driver's, a record's), else the active span. */
   parent?: SpanContext;
+  /** Starts a new trace even inside an active span (ignored when `parent` is given). */
+  root?: boolean;
   /** When the span began, ms since the epoch; now when unset. */
   startTime?: number;
 }
@@ -29,11 +31,11 @@ export class Tracing {
 
   /** Starts a span, not made active; the caller ends it. */
   start(name: string, options: SpanStart = {}): Span {
-    const { parent, startTime, ...spanOptions } = options;
+    const { parent, root, startTime, ...spanOptions } = options;
     return this.tracer.startSpan(
       name,
       { ...spanOptions, ...(startTime === undefined ? {} : { startTime }) },
-      parentContext(parent),
+      parentContext(parent, root === true),
     );
   }
 
@@ -75,7 +77,7 @@ export function activeSpanContext(): SpanContext | undefined {
   return span?.isRecording() === true ? span.spanContext() : undefined;
 }
 
-function parentContext(parent: SpanContext | undefined): Context {
-  if (parent === undefined) return context.active();
+function parentContext(parent: SpanContext | undefined, root: boolean): Context {
+  if (parent === undefined) return root ? ROOT_CONTEXT : context.active();
   return trace.setSpanContext(context.active(), parent);
 }
