@@ -10,6 +10,7 @@ import { waitFor } from '@slicekeeper/testing';
 import { ClusterCache } from './cluster-cache';
 import { EventRecorder } from './event-recorder';
 import { KubeEventClient } from './kube-event-client';
+import { KubeNodeStatusClient } from './kube-node-status-client';
 import { KubeSliceClient } from './kube-slice-client';
 import { KubeTransport } from './kube-transport';
 
@@ -130,6 +131,29 @@ describe('API writes with tracing on (kube emulator)', () => {
     expect(recorded.named('watch echo').map((s) => s.attributes['slicekeeper.echo'])).toEqual([
       'closed',
     ]);
+  });
+
+  it('patches a Node condition outside any sync as a root span', async () => {
+    await fetch(`${running.url}/api/v1/nodes`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a' } }),
+    });
+    await new KubeNodeStatusClient({ transport }).patchCondition('node-a', {
+      type: 'DRAResourcesPublished',
+      status: 'True',
+      reason: 'Published',
+      message: 'every driver published',
+      lastHeartbeatTime: '2026-01-01T00:00:00Z',
+    });
+    const [patch] = recorded.named('PATCH');
+    expect(patch?.parentSpanContext).toBeUndefined();
+    expect(patch?.attributes).toMatchObject({
+      'http.response.status_code': 200,
+      'slicekeeper.kube.verb': 'patch',
+      'slicekeeper.kube.resource': 'nodes/status',
+      'slicekeeper.kube.name': 'node-a',
+    });
   });
 
   it('writes Events as children of the span they are recorded in, roots otherwise', async () => {
