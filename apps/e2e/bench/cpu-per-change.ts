@@ -254,6 +254,7 @@ export function tracingCostTable(rows: readonly TracingCostRow[]): string {
         ...OWN_PROCESSES.map(
           (p) => `${r.byProcess[p]?.[0] ?? '–'} → ${r.byProcess[p]?.[1] ?? '–'}`,
         ),
+        `${r.syncsPerChange[0]} / ${r.syncsPerChange[1]}`,
         r.spansPerChange,
       ]),
     ),
