@@ -32,6 +32,26 @@ describe('LuaScript', () => {
     expect(await db.redis.lrange(list, 0, -1)).toEqual(['a', 'b']);
   });
 
+  it('gives each of the pipelines sent together its own replies, after a script flush too', async () => {
+    const prefix = uniquePrefix('together');
+    const send = (list: string, items: readonly string[]) =>
+      execPipeline(db.redis, (pipeline) => {
+        for (const item of items) PUSH.queue(pipeline, [`${prefix}:${list}`], [item]);
+        pipeline.get(`${prefix}:missing`);
+      });
+
+    await db.redis.script('FLUSH');
+    const [a, b, c] = await Promise.all([
+      send('a', ['a1', 'a2']),
+      send('b', []),
+      send('c', ['c1']),
+    ]);
+    expect(a.map(replyOf)).toEqual([1, 2, null]);
+    expect(b.map(replyOf)).toEqual([null]);
+    expect(c.map(replyOf)).toEqual([1, null]);
+    expect(await db.redis.lrange(`${prefix}:a`, 0, -1)).toEqual(['a1', 'a2']);
+  });
+
   it("reports each command's error in its reply", async () => {
     const key = `${uniquePrefix('errors')}:string`;
     await db.redis.set(key, 'not a list');

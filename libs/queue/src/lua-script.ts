@@ -64,8 +64,68 @@ export class LuaScript {
  * transaction) and returns each command's reply in order. When Redis does not know a script
  * added by {@link LuaScript.queue} (it restarted, or its scripts were flushed), the pipeline's
  * scripts are loaded and the whole batch is sent again: its commands must be safe to repeat.
+ *
+ * The pipelines asked for on one connection within one tick go out as one write, each caller's
+ * commands kept together and in order (on one server; a Cluster's pipelines each keep to their
+ * own slot). A socket write was a quarter of the slice-syncer's CPU per key of a warm resync,
+ * whose concurrent syncs each sent two pipelines (issue 29's figure, ≤ 0.3 ms per key). `build`
+ * only adds commands: it must not throw.
  */
-export async function execPipeline(
+export function execPipeline(
+  redis: RedisClient,
+  build: (pipeline: ChainableCommander) => void,
+): Promise<PipelineReply[]> {
+  if (redis instanceof Cluster) return execOne(redis, build);
+  return new Promise((resolve, reject) => {
+    let batch = batches.get(redis);
+    if (batch === undefined) {
+      const started: Batched[] = [];
+      batches.set(redis, started);
+      process.nextTick(() => {
+        batches.delete(redis);
+        sendBatch(redis, started);
+      });
+      batch = started;
+    }
+    batch.push({ build, resolve, reject });
+  });
+}
+
+/** A pipeline waiting for its tick's write. */
+interface Batched {
+  build: (pipeline: ChainableCommander) => void;
+  resolve: (replies: PipelineReply[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The pipelines of the current tick, per connection. */
+const batches = new WeakMap<RedisClient, Batched[]>();
+
+function sendBatch(redis: RedisClient, batch: readonly Batched[]): void {
+  const sizes: number[] = [];
+  execOne(redis, (pipeline) => {
+    sizes.length = 0;
+    for (const { build } of batch) {
+      const before = pipeline.length;
+      build(pipeline);
+      sizes.push(pipeline.length - before);
+    }
+  }).then(
+    (replies) => {
+      let offset = 0;
+      batch.forEach(({ resolve }, i) => {
+        const size = sizes[i] ?? 0;
+        resolve(replies.slice(offset, offset + size));
+        offset += size;
+      });
+    },
+    (error: unknown) => {
+      for (const { reject } of batch) reject(error);
+    },
+  );
+}
+
+async function execOne(
   redis: RedisClient,
   build: (pipeline: ChainableCommander) => void,
 ): Promise<PipelineReply[]> {
