@@ -71,7 +71,8 @@ export async function traceSync(
     kind: SpanKind.CONSUMER,
     startTime: sync.startTime,
     links: linksTo(traceparents),
-    ...(parent === undefined ? {} : { parent }),
+    // Whatever is active around the job (nothing, in the worker): a sync continues its change.
+    ...(parent === undefined ? { root: true } : { parent }),
     attributes: {
       [ATTR_MESSAGING_SYSTEM]: 'bullmq',
       [ATTR_MESSAGING_DESTINATION_NAME]: SYNC_QUEUE_NAME,
