@@ -7,6 +7,7 @@ import {
   ATTR_SLICEKEEPER_SNAPSHOT_GENERATION,
   ATTR_URL_FULL,
 } from '@slicekeeper/telemetry';
+import { PUBLISH_SPAN, RECEIVE_SPAN, STORE_SPAN } from '@slicekeeper/watcher';
 import { OtlpReceiver, ProductionTree, System, gpuInventory, publishes } from './harness';
 import type { ExampleDriverProcess, InProcessDriver, ReceivedSpan } from './harness';
 
@@ -17,11 +18,11 @@ const SPANS = {
   /** The example driver's, around each inventory it sends (the root of a change's trace). */
   driverPublish: 'publish inventory',
   /** The watcher's, per message: a child of the driver's span when it sent a traceparent. */
-  receive: 'receive inventory',
+  receive: RECEIVE_SPAN,
   /** The watcher's snapshot write: a child of the last message it stored, linked to the others. */
-  store: 'store snapshot',
+  store: STORE_SPAN,
   /** The watcher's enqueue of the key's sync: a child of the store that owes it. */
-  enqueue: 'publish sync',
+  enqueue: PUBLISH_SPAN,
   /** The syncer's, per sync attempt: a child of the snapshot's last message, linked to all. */
   process: 'process sync',
   plan: 'plan',
