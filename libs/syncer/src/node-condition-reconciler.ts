@@ -96,10 +96,11 @@ export class NodeConditionReconciler {
     if (patched === undefined) return 'no-node';
     cluster.recordNodeCondition(node, patched.resourceVersion, patched.condition);
     metrics?.writes.inc({ status: write.status, reason: write.reason });
-    log.info(
-      { status: write.status, reason: write.reason, message: write.message },
-      'node condition written',
-    );
+    // A node that lost its resources is worth a line; one that has them is the normal case
+    // (thousands at once when a syncer starts), shown by the condition and the metric.
+    const fields = { status: write.status, reason: write.reason, message: write.message };
+    if (write.status === 'True') log.debug(fields, 'node condition written');
+    else log.info(fields, 'node condition written');
     return 'written';
   }
 }
