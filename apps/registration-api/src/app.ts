@@ -9,16 +9,20 @@ import type { Registry } from 'prom-client';
 import type { EndpointPolicy, PluginProber, TokenAuthority } from '@slicekeeper/admission';
 import type { Logger } from '@slicekeeper/observability';
 import type { KeyStatusReader, RegistrationStore } from '@slicekeeper/state';
+import type { Tracing } from '@slicekeeper/telemetry';
 import { boundedProber } from './bounded-prober';
 import { ApiMetrics } from './plugins/api-metrics';
 import { apiDocs } from './plugins/api-docs';
 import type { KubernetesIdentities } from './plugins/authentication';
 import { answerClientError, answerFrameworkError, errorHandler } from './plugins/error-handler';
+import { requestSpans } from './plugins/request-spans';
 import { healthRoutes } from './routes/health-routes';
 import { pluginRoutes } from './routes/plugin-routes';
 import type { SyncRequester } from './routes/plugin-routes';
 import { uiRoutes } from './routes/ui-routes';
 import { MAX_PARAM_LENGTH } from './schemas/plugins';
+import { tracedProber } from './traced-prober';
+import { tracedSyncRequester } from './traced-sync-requester';
 
 /** The dependencies of the API, built by main.ts (or a test) and injected. */
 export interface AppOptions {
@@ -49,6 +53,11 @@ export interface AppOptions {
   supportedVersions?: readonly string[];
   /** How long `/readyz` waits for Redis to answer, ms. @defaultValue 2000 */
   readinessTimeoutMs?: number;
+  /**
+   * The service's spans (tracing on): a SERVER span per request, CLIENT spans for the calls to a
+   * plugin, a PRODUCER span per sync enqueued. None: no span, no hook.
+   */
+  tracing?: Tracing | undefined;
 }
 
 /** Options of the fastify server itself, which a plugin cannot set. */
@@ -65,6 +74,9 @@ export interface ServerOptions {
   https?: { cert: Buffer; key: Buffer } | undefined;
 }
 
+/** The probes kubelet and Prometheus call every few seconds: no span, they would bury the rest. */
+const UNTRACED_ROUTES = ['/healthz', '/readyz', '/metrics'];
+
 /** A request id the caller may pass in `x-request-id`, to follow a request across services. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -79,7 +91,12 @@ export const registrationApi = fp(
     // JSON only: a text body is refused with 415 instead of reaching the schemas as a string.
     app.removeContentTypeParser('text/plain');
     const metrics = new ApiMetrics(options.registry);
+    const { tracing } = options;
 
+    // First, so that every later hook runs inside the request's span.
+    if (tracing !== undefined) {
+      await app.register(requestSpans, { tracing, untracedRoutes: UNTRACED_ROUTES });
+    }
     app.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
       done();
@@ -105,8 +122,12 @@ export const registrationApi = fp(
       prefix: '/v1',
       store: options.store,
       statusReader: options.statusReader,
-      syncQueue: options.syncQueue,
-      prober: boundedProber(options.prober),
+      syncQueue:
+        tracing === undefined ? options.syncQueue : tracedSyncRequester(options.syncQueue, tracing),
+      prober:
+        tracing === undefined
+          ? boundedProber(options.prober)
+          : tracedProber(boundedProber(options.prober), tracing),
       endpointPolicy: options.endpointPolicy,
       tokens: options.tokens,
       kubernetes: options.kubernetes,

@@ -47,7 +47,7 @@ function kubernetesIdentities(
 void runService({
   service: 'registration-api',
   loadConfig: () => loadConfig(process.env),
-  build: async ({ config, logger, registry, redis: connections }) => {
+  build: async ({ config, logger, registry, redis: connections, tracing }) => {
     const tokens =
       config.AUTH_MODE === 'kubernetes' || config.TOKEN_FILE === undefined
         ? undefined
@@ -97,6 +97,7 @@ void runService({
       rateLimitMax: config.RATE_LIMIT_MAX,
       rateLimitWindowMs: config.RATE_LIMIT_WINDOW,
       removalGraceMs: config.REMOVAL_GRACE,
+      tracing,
     });
     const certificate =
       https === undefined

@@ -133,7 +133,13 @@ export class ApiHarness {
         callback();
       },
     });
-    const logger = createLogger({ service: 'registration-api', level: 'debug', destination });
+    const logger = createLogger({
+      service: 'registration-api',
+      level: 'debug',
+      destination,
+      // As runService makes it when tracing is on: lines inside a span carry its ids.
+      traceIds: options.tracing !== undefined,
+    });
     // The connection main.ts makes: failing fast while Redis is down, its outages logged.
     this.connections = new ApiRedis({ url: options.redisUrl, prefix: this.prefix, logger });
     this.redis = this.connections.connection;
