@@ -51,7 +51,8 @@ const PROBLEM_STREAMS = new Set(['backoff', 'unimplemented', 'wiped']);
  *     problems?: { field: string, message: string }[], problemsOmitted?: number, api?: string,
  *     taints?: {
  *       unreachable?: string, unhealthy: number, healthUnknown: number, notApplied?: string
- *     }
+ *     },
+ *     traceId?: string
  *   }
  * }} PluginStatus
  */
@@ -497,6 +498,9 @@ function keyCell(item, now) {
   fact(facts, 'stream', streamFacts(item, now));
   fact(facts, 'snapshot', snapshotFacts(item, now));
   fact(facts, 'sync', syncFacts(item, now));
+  // With tracing on: the trace to look up in Jaeger or Tempo for why the last sync went as it did.
+  const traceId = item.sync?.traceId;
+  if (traceId !== undefined) fact(facts, 'last sync trace', [part('code', 'trace-id', traceId)]);
   fact(facts, 'slices', slicesFacts(item));
   fact(facts, 'pools', poolFacts(item));
   fact(facts, 'endpoints', [
