@@ -1,4 +1,3 @@
-import { ROOT_CONTEXT, context } from '@opentelemetry/api';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { ATTR_SLICEKEEPER_DRIVER, ATTR_SLICEKEEPER_NODE } from '@slicekeeper/telemetry';
 import type { Span, SpanStart, Tracing } from '@slicekeeper/telemetry';
@@ -17,7 +16,7 @@ export const PUBLISH_SPAN = 'publish sync';
  * unrelated messages into one trace.
  */
 export function startSpan(tracing: Tracing, name: string, start: SpanStart): Span {
-  return context.with(ROOT_CONTEXT, () => tracing.start(name, start));
+  return tracing.start(name, { ...start, root: true });
 }
 
 /** The key's attributes, on every span of the key. */
