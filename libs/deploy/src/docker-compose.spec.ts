@@ -8,6 +8,7 @@ import type { ComposeVariables } from './interpolate-compose';
 import {
   appConfigVariables,
   appRedisTarget,
+  appTraceExport,
   isApp,
   loadAppConfig,
   usesRedis,
@@ -43,10 +44,15 @@ const file = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), {
 const SENTINEL_ENV_FILE = 'docker/sentinel.env';
 const sentinelVariables = parseEnvFile(readFileSync(join(repoRoot, SENTINEL_ENV_FILE), 'utf8'));
 
+/** The env file that starts the stack with traces in Jaeger (profile tracing). */
+const TRACING_ENV_FILE = 'docker/tracing.env';
+const tracingVariables = parseEnvFile(readFileSync(join(repoRoot, TRACING_ENV_FILE), 'utf8'));
+
 /** The ways the stack is started: the variables Compose interpolates with. */
 const scenarios: readonly (readonly [string, ComposeVariables])[] = [
   ['plain', {}],
   [`--env-file ${SENTINEL_ENV_FILE}`, sentinelVariables],
+  [`--env-file ${TRACING_ENV_FILE}`, tracingVariables],
 ];
 
 /** The file as Compose sees it with `variables`, and what runs with the profiles they turn on. */
@@ -481,6 +487,83 @@ describe('docker-compose.yml, profile sentinel', () => {
         readOnly: service.read_only,
         capDrop: service.cap_drop,
       }).toEqual({ name, user: 'redis', readOnly: true, capDrop: ['ALL'] });
+    }
+  });
+});
+
+describe('docker-compose.yml, profile tracing', () => {
+  const profiled = services.filter(([, service]) => service.profiles?.includes('tracing'));
+
+  /** Where each app of the stack sends its traces with `variables` (undefined: tracing off). */
+  function traceExportsOf(variables: ComposeVariables) {
+    return stackOf(variables).apps.flatMap(({ name, service, build }) => {
+      const app = build.target;
+      // The seed is a one-shot script in the example driver's image, not the app.
+      if (service.restart === 'on-failure') return [];
+      if (!isApp(app) || !appConfigVariables(app).includes('OTEL_EXPORTER_OTLP_ENDPOINT')) {
+        return [];
+      }
+      return [{ name, settings: appTraceExport(app, environmentOf(service)) }];
+    });
+  }
+
+  it('adds Jaeger, receiving OTLP over HTTP, and nothing else', () => {
+    expect(profiled.map(([name]) => name)).toEqual(['jaeger']);
+    const jaeger = compose.services['jaeger'];
+    expect(jaeger?.ports).toEqual(
+      expect.arrayContaining(['127.0.0.1:16686:16686', '127.0.0.1:4318:4318']),
+    );
+    expect(jaeger?.command?.join(' ')).toContain(
+      'receivers.otlp.protocols.http.endpoint=0.0.0.0:4318',
+    );
+    expect(stackOf({}).running.map(([name]) => name)).not.toContain('jaeger');
+  });
+
+  it('leaves every service untraced by default', () => {
+    const exports = traceExportsOf({});
+    expect(exports.map(({ name }) => name)).toEqual(
+      expect.arrayContaining(['registration-api', 'plugin-watcher', 'slice-syncer']),
+    );
+    for (const { name, settings } of exports)
+      expect({ name, settings }).toEqual({ name, settings: undefined });
+  });
+
+  it(`is turned on by ${TRACING_ENV_FILE}, which sends every service's and example driver's traces to Jaeger, all of them`, () => {
+    expect(tracingVariables['COMPOSE_PROFILES']?.split(',')).toContain('tracing');
+    expect(stackOf(tracingVariables).running.map(([name]) => name)).toContain('jaeger');
+    const exports = traceExportsOf(tracingVariables);
+    expect(exports.map(({ name }) => name).sort()).toEqual([
+      'example-driver-a',
+      'example-driver-b',
+      'plugin-watcher',
+      'registration-api',
+      'slice-syncer',
+    ]);
+    for (const { name, settings } of exports) {
+      expect({ name, settings }).toEqual({
+        name,
+        settings: expect.objectContaining({
+          url: 'http://jaeger:4318/v1/traces',
+          sampler: 'parentbased_always_on',
+        }) as unknown,
+      });
+    }
+  });
+
+  it('sends traces wherever the shell says, without the profile', () => {
+    for (const { name, settings } of traceExportsOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://tempo.example.com:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    })) {
+      expect({ name, settings }).toEqual({
+        name,
+        settings: expect.objectContaining({
+          url: 'http://tempo.example.com:4318/v1/traces',
+          sampler: 'parentbased_traceidratio',
+          samplerRatio: 0.25,
+        }) as unknown,
+      });
     }
   });
 });

@@ -5,6 +5,7 @@ import type { KubeObject } from './kube-object';
 import {
   appConfigVariables,
   appRedisTarget,
+  appTraceExport,
   isApp,
   loadAppConfig,
 } from './load-app-config.test-helper';
@@ -593,6 +594,52 @@ describe.each(['dev', 'prod', 'prod-sentinel', 'prod-monitoring'])('k8s/overlays
     }
     expect(allowed(policies, { app: 'intruder' }, redisLabels, 6379).ingress).toBe(false);
   });
+
+  /** The overlays that trace (the tracing component); the others leave tracing off. */
+  const traced = overlay === 'prod-monitoring';
+
+  it(
+    traced
+      ? 'traces every app to the collector, a tenth of new traces, and lets it reach the collector'
+      : 'leaves tracing off',
+    () => {
+      const policies = objects.filter((o): o is NetworkPolicy => o.kind === 'NetworkPolicy');
+      for (const { workload, container, app } of apps) {
+        if (!isApp(app)) throw new Error(app);
+        const settings = appTraceExport(app, environmentOf(container, objects));
+        const labels = workload.spec.template.metadata.labels;
+        // Egress to port 4318 of a pod in the observability namespace.
+        const toCollector = policies.some(
+          (p) =>
+            p.spec.policyTypes.includes('Egress') &&
+            matches(p.spec.podSelector, labels) &&
+            (p.spec.egress ?? []).some(
+              (rule) =>
+                (rule.ports ?? []).some((port) => port.port === 4318) &&
+                (rule.to ?? []).some(
+                  (peer) =>
+                    peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] ===
+                    'observability',
+                ),
+            ),
+        );
+        expect({ app, settings, toCollector }).toEqual(
+          traced
+            ? {
+                app,
+                settings: expect.objectContaining({
+                  url: 'http://otel-collector.observability.svc:4318/v1/traces',
+                  serviceName: app,
+                  sampler: 'parentbased_traceidratio',
+                  samplerRatio: 0.1,
+                }) as unknown,
+                toCollector: true,
+              }
+            : { app, settings: undefined, toCollector: false },
+        );
+      }
+    },
+  );
 });
 
 describe('k8s/overlays/prod-cert-manager', () => {

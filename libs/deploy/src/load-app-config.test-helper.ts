@@ -1,6 +1,12 @@
 import { join } from 'node:path';
-import { redisTarget } from '@slicekeeper/config';
-import type { Environment, RedisEnv, RedisTarget } from '@slicekeeper/config';
+import { redisTarget, traceExportSettings } from '@slicekeeper/config';
+import type {
+  Environment,
+  RedisEnv,
+  RedisTarget,
+  TelemetryEnv,
+  TraceExportSettings,
+} from '@slicekeeper/config';
 import { repoRoot } from '@slicekeeper/testing';
 
 /** The deployable apps: each has a docker/Dockerfile target and an apps/<app>/src/config.ts. */
@@ -59,6 +65,11 @@ export function appConfigVariables(app: App): string[] {
 /** Where the app's Redis connections go with `env`, worked out as the app itself does. */
 export function appRedisTarget(app: App, env: Environment): RedisTarget {
   return redisTarget(loadAppConfig(app, env) as unknown as RedisEnv);
+}
+
+/** Where and how the app exports traces with `env` (undefined: tracing off), as it works it out. */
+export function appTraceExport(app: App, env: Environment): TraceExportSettings | undefined {
+  return traceExportSettings(loadAppConfig(app, env) as unknown as TelemetryEnv, app);
 }
 
 /** Whether the app keeps anything in Redis (its config has the Redis settings). */
