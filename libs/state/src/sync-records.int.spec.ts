@@ -64,6 +64,20 @@ describe('SyncRecords', () => {
     await next.release();
   });
 
+  it("reads back the status it recorded, and none where another writer's breaks the schema", async () => {
+    const { keys, begin } = setup();
+    const status = synced('2026-11-21T12:00:01.000Z');
+    await (await begin()).finish(status);
+    const turn = await begin();
+    expect(turn.previousStatus()).toEqual(status);
+    await turn.release();
+
+    await db.redis.set(keys.syncStatus(key), JSON.stringify({ ...status, outcome: 'great' }));
+    const next = await begin();
+    expect(next.previousStatus()).toBeUndefined();
+    await next.release();
+  });
+
   it('keeps a synced key among the keys a resync covers, across syncs, retries and losses', async () => {
     const { prefix, keys, begin } = setup();
     const index = new KeyIndex({ redis: db.redis, prefix });
