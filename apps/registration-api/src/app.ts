@@ -53,6 +53,8 @@ export interface AppOptions {
   supportedVersions?: readonly string[];
   /** How long `/readyz` waits for Redis to answer, ms. @defaultValue 2000 */
   readinessTimeoutMs?: number;
+  /** A link to a trace, `{traceId}` standing for its id: the status page links traces with it. */
+  traceUrlTemplate?: string | undefined;
   /**
    * The service's spans (tracing on): a SERVER span per request, CLIENT spans for the calls to a
    * plugin, a PRODUCER span per sync enqueued. None: no span, no hook.
@@ -142,7 +144,7 @@ export const registrationApi = fp(
         : { supportedVersions: options.supportedVersions }),
     });
     // The status page: files only, outside /v1 and its authentication; its script reads /v1.
-    await app.register(uiRoutes);
+    await app.register(uiRoutes, { traceUrlTemplate: options.traceUrlTemplate });
   },
   { name: 'registration-api' },
 );

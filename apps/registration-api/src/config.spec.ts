@@ -28,6 +28,19 @@ describe('registration-api config', () => {
     );
   });
 
+  it('takes a trace link template with {traceId} in an http(s) URL, and refuses others', () => {
+    const template = 'http://localhost:16686/trace/{traceId}';
+    expect(
+      loadConfig({ TOKEN_FILE: '/t.json', TRACE_URL_TEMPLATE: template }).TRACE_URL_TEMPLATE,
+    ).toBe(template);
+    expect(() =>
+      loadConfig({ TOKEN_FILE: '/t.json', TRACE_URL_TEMPLATE: 'http://localhost:16686/search' }),
+    ).toThrow(/TRACE_URL_TEMPLATE: must contain \{traceId\}/);
+    expect(() =>
+      loadConfig({ TOKEN_FILE: '/t.json', TRACE_URL_TEMPLATE: 'javascript:alert({traceId})' }),
+    ).toThrow(/TRACE_URL_TEMPLATE: must be a URL starting with http:\/\/ or https:\/\//);
+  });
+
   // Rules across variables run once every variable parses, as the Redis ones do.
   it.each([
     {

@@ -7,12 +7,16 @@ import {
   envList,
   envLogLevel,
   envPort,
+  envUrl,
   parseConfig,
   checkRedisEnv,
   redisEnv,
   telemetryEnv,
 } from '@slicekeeper/config';
 import type { Environment } from '@slicekeeper/config';
+
+/** What TRACE_URL_TEMPLATE's trace id stands in for. */
+export const TRACE_ID_PLACEHOLDER = '{traceId}';
 
 /** Which authenticators the API runs. */
 export const AUTH_MODES = ['static', 'kubernetes', 'both'] as const;
@@ -128,6 +132,13 @@ export const registrationApiConfigSchema = z
       '30s',
       'How long in-flight requests may take to finish on SIGTERM.',
     ),
+    TRACE_URL_TEMPLATE: envUrl(['http:', 'https:'], '')
+      .refine((value) => value === undefined || value.includes(TRACE_ID_PLACEHOLDER), {
+        message: `must contain ${TRACE_ID_PLACEHOLDER}`,
+      })
+      .describe(
+        `Tracing: a link to a trace in your tracing UI, ${TRACE_ID_PLACEHOLDER} standing for its id (e.g. http://localhost:16686/trace/${TRACE_ID_PLACEHOLDER} for Jaeger); the status page links each key's last sync trace with it. Unset: the trace id is shown as text.`,
+      ),
     LOG_LEVEL: envLogLevel(),
   })
   .superRefine(checkRedisEnv)

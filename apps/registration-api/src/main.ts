@@ -98,6 +98,7 @@ void runService({
       rateLimitWindowMs: config.RATE_LIMIT_WINDOW,
       removalGraceMs: config.REMOVAL_GRACE,
       tracing,
+      traceUrlTemplate: config.TRACE_URL_TEMPLATE,
     });
     const certificate =
       https === undefined

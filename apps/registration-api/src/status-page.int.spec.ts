@@ -70,8 +70,34 @@ describe('the status page, in a browser', () => {
       expect(await traced.locator('code.trace-id').textContent()).toBe(TRACE_ID);
       await untraced.locator('dt', { hasText: 'sync' }).first().waitFor();
       expect(await untraced.locator('dt', { hasText: 'last sync trace' }).count()).toBe(0);
+      // No TRACE_URL_TEMPLATE: the id is text, not a link.
+      expect(await traced.locator('a').count()).toBe(0);
     } finally {
       await context.close();
+    }
+  });
+
+  it('links the trace id to the tracing UI that TRACE_URL_TEMPLATE names', async () => {
+    // An & and a quote: the template reaches the page through an HTML attribute, escaped.
+    const template = 'http://grafana.example.com/explore?trace={traceId}&left="tempo"';
+    const linked = await new ApiHarness({
+      redisUrl: server.url,
+      prefix: h.prefix,
+      traceUrlTemplate: template,
+    }).ready();
+    const context = await browser.newContext();
+    try {
+      const linkedUrl = await linked.app.listen({ host: '127.0.0.1', port: 0 });
+      const page = await context.newPage();
+      await page.goto(`${linkedUrl}/ui#token=${ADMIN_TOKEN}`);
+      const link = page.locator(`td[data-node="node-a"][data-driver="${DRIVER}"] a.trace-link`);
+      await link.waitFor();
+      expect(await link.getAttribute('href')).toBe(template.replace('{traceId}', TRACE_ID));
+      expect(await link.textContent()).toBe(TRACE_ID);
+      expect(await link.getAttribute('rel')).toBe('noopener noreferrer');
+    } finally {
+      await context.close();
+      await linked.close();
     }
   });
 });

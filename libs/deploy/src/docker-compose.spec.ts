@@ -548,6 +548,10 @@ describe('docker-compose.yml, profile tracing', () => {
         }) as unknown,
       });
     }
+    const api = stackOf(tracingVariables).apps.find(({ name }) => name === 'registration-api');
+    expect(
+      loadAppConfig('registration-api', environmentOf(api?.service ?? {}))['TRACE_URL_TEMPLATE'],
+    ).toBe('http://localhost:16686/trace/{traceId}');
   });
 
   it('sends traces wherever the shell says, without the profile', () => {

@@ -48,6 +48,28 @@ const CONTENT_SECURITY_POLICY = {
   },
 };
 
+export interface UiRoutesOptions {
+  /** A link to a trace, `{traceId}` standing for its id (TRACE_URL_TEMPLATE); none: no links. */
+  traceUrlTemplate?: string | undefined;
+}
+
+/** The shell's placeholder for the trace link template, which the script reads. */
+const TRACE_URL_META = '<meta name="slicekeeper-trace-url" content="" />';
+
+/**
+ * The shell with the trace link template in its meta element (escaped for an attribute): a
+ * setting of the server, so the page, which holds no data, still needs no request for it.
+ */
+function withTraceUrlTemplate(shell: Buffer, template: string | undefined): Buffer {
+  const html = shell.toString('utf8');
+  if (!html.includes(TRACE_URL_META)) throw new Error(`index.html has no ${TRACE_URL_META}`);
+  if (template === undefined) return shell;
+  const escaped = template.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+  return Buffer.from(
+    html.replace(TRACE_URL_META, `<meta name="slicekeeper-trace-url" content="${escaped}" />`),
+  );
+}
+
 /**
  * The live status page at `/ui`: a static shell, its script and its stylesheet, served without
  * a token because they hold no data. The page asks the `/v1` API for the data with the bearer
@@ -55,9 +77,11 @@ const CONTENT_SECURITY_POLICY = {
  * fails the start, not a request) and revalidated by their ETag (`no-cache`), so a browser never
  * runs an old script against a newer API.
  */
-export async function uiRoutes(app: FastifyInstance): Promise<void> {
+export async function uiRoutes(app: FastifyInstance, options: UiRoutesOptions): Promise<void> {
   for (const { urls, file, contentType } of FILES) {
-    const body = await readFile(join(UI_DIRECTORY, file));
+    const read = await readFile(join(UI_DIRECTORY, file));
+    const body =
+      file === 'index.html' ? withTraceUrlTemplate(read, options.traceUrlTemplate) : read;
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
     for (const url of urls) {
       app.get(

@@ -23,6 +23,9 @@ const MAX_PAGES = 100;
 /** One request's bound, ms; an API that does not answer shows as unreachable. */
 const REQUEST_TIMEOUT_MS = 10_000;
 const TOKEN_STORAGE_KEY = 'slicekeeper.status-page.token';
+/** Where a trace id links to, `{traceId}` standing for it (the API's TRACE_URL_TEMPLATE); '' for none. */
+const TRACE_URL_TEMPLATE =
+  document.querySelector('meta[name="slicekeeper-trace-url"]')?.getAttribute('content') ?? '';
 
 /** Sync outcomes that need someone to act (see libs/contracts/src/status.ts). */
 const PROBLEM_OUTCOMES = new Set(['invalid', 'corrupt', 'failed', 'node-missing']);
@@ -500,7 +503,7 @@ function keyCell(item, now) {
   fact(facts, 'sync', syncFacts(item, now));
   // With tracing on: the trace to look up in Jaeger or Tempo for why the last sync went as it did.
   const traceId = item.sync?.traceId;
-  if (traceId !== undefined) fact(facts, 'last sync trace', [part('code', 'trace-id', traceId)]);
+  if (traceId !== undefined) fact(facts, 'last sync trace', [traceLink(traceId)]);
   fact(facts, 'slices', slicesFacts(item));
   fact(facts, 'pools', poolFacts(item));
   fact(facts, 'endpoints', [
@@ -511,6 +514,23 @@ function keyCell(item, now) {
   ]);
   cell.append(facts);
   return cell;
+}
+
+/**
+ * The trace id, linked to the tracing UI when the API names one (TRACE_URL_TEMPLATE). The id is
+ * 32 hex digits (the API's schema), safe in a URL as it is.
+ * @param {string} traceId
+ * @returns {HTMLElement}
+ */
+function traceLink(traceId) {
+  const id = part('code', 'trace-id', traceId);
+  if (TRACE_URL_TEMPLATE === '') return id;
+  const link = part('a', 'trace-link');
+  link.href = TRACE_URL_TEMPLATE.replaceAll('{traceId}', traceId);
+  link.target = '_blank';
+  link.rel = 'noopener noreferrer';
+  link.append(id);
+  return link;
 }
 
 /**
