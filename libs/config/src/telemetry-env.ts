@@ -81,14 +81,14 @@ export function telemetryEnv() {
       .enum(TRACE_SAMPLERS, { message: `must be one of ${TRACE_SAMPLERS.join(', ')}` })
       .default('parentbased_always_on')
       .describe(
-        "OpenTelemetry: which traces are recorded. parentbased_* follow the caller's decision (a driver's traceparent); *traceidratio keeps OTEL_TRACES_SAMPLER_ARG of them.",
+        "OpenTelemetry: which traces are recorded. The parentbased samplers follow the caller's decision (a driver's traceparent); the traceidratio ones keep OTEL_TRACES_SAMPLER_ARG of them.",
       ),
     OTEL_TRACES_SAMPLER_ARG: z.coerce
       .number({ message: 'must be a number from 0 to 1' })
       .min(0, 'must be a number from 0 to 1')
       .max(1, 'must be a number from 0 to 1')
       .default(1)
-      .describe('OpenTelemetry: the share of traces the *traceidratio samplers keep, 0..1.'),
+      .describe('OpenTelemetry: the share of traces the traceidratio samplers keep, 0..1.'),
     OTEL_BSP_SCHEDULE_DELAY: envDurationMs(
       '5s',
       'OpenTelemetry: how long finished spans wait to be exported together.',
