@@ -25,3 +25,4 @@ export type {
 } from './queues';
 export { SYNC_ATTEMPTS, SYNC_BACKOFF_TYPE, SyncQueue, syncJobOptions } from './sync-queue';
 export type { SyncQueueOptions } from './sync-queue';
+export { PUBLISH_SYNC_SPAN, startPublishSyncSpan, syncQueueAttributes } from './sync-queue-spans';

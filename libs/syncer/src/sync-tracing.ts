@@ -1,13 +1,8 @@
-import { SYNC_QUEUE_NAME } from '@slicekeeper/contracts';
+import { syncQueueAttributes } from '@slicekeeper/queue';
 import type { InventorySnapshot, SliceKey, SyncOutcome } from '@slicekeeper/contracts';
 import { tryPlanSync } from '@slicekeeper/slices';
 import {
-  ATTR_MESSAGING_DESTINATION_NAME,
   ATTR_MESSAGING_MESSAGE_ID,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-  ATTR_SLICEKEEPER_DRIVER,
-  ATTR_SLICEKEEPER_NODE,
   ATTR_SLICEKEEPER_OUTCOME,
   ATTR_SLICEKEEPER_SNAPSHOT_GENERATION,
   SpanKind,
@@ -74,12 +69,8 @@ export async function traceSync(
     // Whatever is active around the job (nothing, in the worker): a sync continues its change.
     ...(parent === undefined ? { root: true } : { parent }),
     attributes: {
-      [ATTR_MESSAGING_SYSTEM]: 'bullmq',
-      [ATTR_MESSAGING_DESTINATION_NAME]: SYNC_QUEUE_NAME,
-      [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
+      ...syncQueueAttributes(key, 'process'),
       [ATTR_MESSAGING_MESSAGE_ID]: context.jobId,
-      [ATTR_SLICEKEEPER_NODE]: key.node,
-      [ATTR_SLICEKEEPER_DRIVER]: key.driver,
       [ATTR_ATTEMPT]: context.attempt,
       [ATTR_REASON]: context.reason,
     },

@@ -25,4 +25,4 @@ export { planSocket } from './plan-socket';
 export type { SocketAction, SocketFacts } from './plan-socket';
 export { socketDirectory } from './registration-directory';
 export type { SocketDirectory } from './registration-directory';
-export { PUBLISH_SPAN, RECEIVE_SPAN, STORE_SPAN } from './watcher-spans';
+export { RECEIVE_SPAN, STORE_SPAN } from './watcher-spans';

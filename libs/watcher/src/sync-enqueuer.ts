@@ -1,13 +1,6 @@
-import { SYNC_QUEUE_NAME } from '@slicekeeper/contracts';
 import type { SliceKey, SyncReason } from '@slicekeeper/contracts';
-import {
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-  SpanKind,
-} from '@slicekeeper/telemetry';
+import { startPublishSyncSpan } from '@slicekeeper/queue';
 import type { SpanContext, Tracing } from '@slicekeeper/telemetry';
-import { PUBLISH_SPAN, keyAttributes, startSpan } from './watcher-spans';
 
 /** Asks for a key's sync; `SyncQueue` from @slicekeeper/queue is the real one. */
 export interface SyncEnqueuer {
@@ -38,14 +31,9 @@ async function tracedPublish(
   tracing: Tracing,
   parent: SpanContext | undefined,
 ): Promise<void> {
-  const span = startSpan(tracing, PUBLISH_SPAN, {
-    kind: SpanKind.PRODUCER,
-    attributes: {
-      [ATTR_MESSAGING_SYSTEM]: 'bullmq',
-      [ATTR_MESSAGING_DESTINATION_NAME]: SYNC_QUEUE_NAME,
-      [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
-      ...keyAttributes(key),
-    },
+  // Never a child of whatever span is active: the watcher's loops outlive the spans they began in.
+  const span = startPublishSyncSpan(tracing, key, {
+    root: true,
     ...(parent === undefined ? {} : { parent }),
   });
   try {

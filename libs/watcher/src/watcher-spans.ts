@@ -6,8 +6,6 @@ import type { Span, SpanStart, Tracing } from '@slicekeeper/telemetry';
 export const RECEIVE_SPAN = 'receive inventory';
 /** One Redis write of a key's snapshot, standing for the messages merged into it (INTERNAL). */
 export const STORE_SPAN = 'store snapshot';
-/** A sync job asked for on the sync queue (PRODUCER). */
-export const PUBLISH_SPAN = 'publish sync';
 
 /**
  * Starts a span that is a child of `start.parent` when given, else a root: never of whatever
