@@ -7,7 +7,8 @@ import {
   ATTR_SLICEKEEPER_SNAPSHOT_GENERATION,
   ATTR_URL_FULL,
 } from '@slicekeeper/telemetry';
-import { PUBLISH_SPAN, RECEIVE_SPAN, STORE_SPAN } from '@slicekeeper/watcher';
+import { PUBLISH_SYNC_SPAN } from '@slicekeeper/queue';
+import { RECEIVE_SPAN, STORE_SPAN } from '@slicekeeper/watcher';
 import { OtlpReceiver, ProductionTree, System, gpuInventory, publishes } from './harness';
 import type { ExampleDriverProcess, InProcessDriver, ReceivedSpan } from './harness';
 
@@ -22,7 +23,7 @@ const SPANS = {
   /** The watcher's snapshot write: a child of the last message it stored, linked to the others. */
   store: STORE_SPAN,
   /** The watcher's enqueue of the key's sync: a child of the store that owes it. */
-  enqueue: PUBLISH_SPAN,
+  enqueue: PUBLISH_SYNC_SPAN,
   /** The syncer's, per sync attempt: a child of the snapshot's last message, linked to all. */
   process: 'process sync',
   plan: 'plan',
