@@ -31,10 +31,11 @@ describe('WriteRateLimiter', () => {
     const limiter = new WriteRateLimiter({
       redis: db.redis,
       prefix: uniquePrefix('waits'),
-      ratePerSecond: 50,
+      ratePerSecond: 2,
       burst: 1,
       // The bucket refills by Redis's clock (TIME), which no test can move: really wait the
-      // 20 ms a token takes at this rate.
+      // 500 ms a token takes at this rate. Slow enough that a loaded machine cannot refill the
+      // bucket between the two acquires (at 50/s a 20 ms stall did, and nothing was waited).
       sleep: (ms) => {
         slept.push(ms);
         return new Promise((resolve) => setTimeout(resolve, ms));
