@@ -31,7 +31,11 @@ export interface SoakSample {
   /** The machine's 1-minute load average. */
   load: number;
   processes: Record<string, ProcessSample>;
-  redis?: { usedMemoryBytes: number; keys: number };
+  /**
+   * Redis's used_memory, its key count, and of those the keys without a TTL (a key with one
+   * cannot outlive it, e.g. the API's rate-limit counters: only the others can pile up).
+   */
+  redis?: { usedMemoryBytes: number; keys: number; persistentKeys?: number };
   queues?: Record<string, QueueCounts>;
   /** Registered plugins (node, driver) whose last sync outcome is not `synced`. */
   notSynced?: number;
@@ -158,9 +162,13 @@ export function soakVerdicts(
   }
   const redisMemory = after.flatMap((s) => (s.redis ? [s.redis.usedMemoryBytes] : []));
   const redisKeys = after.flatMap((s) => (s.redis ? [s.redis.keys] : []));
+  const persistentKeys = after.flatMap((s) =>
+    s.redis?.persistentKeys === undefined ? [] : [s.redis.persistentKeys],
+  );
   for (const [what, values, unit] of [
     ['Redis used_memory', redisMemory, (v: number) => `${round(v / MIB, 1)} MiB`],
     ['Redis key count', redisKeys, (v: number) => String(v)],
+    ['Redis keys without a TTL', persistentKeys, (v: number) => String(v)],
   ] as const) {
     const spread = spreadAroundMedian(values);
     verdicts.push({
@@ -381,7 +389,10 @@ export function soakCharts(
     chart('redis-memory', 'Redis used_memory', 'MiB', [
       one('used_memory', (s) => mib(s.redis?.usedMemoryBytes)),
     ]),
-    chart('redis-keys', 'Redis keys', 'keys', [one('dbsize', (s) => s.redis?.keys)]),
+    chart('redis-keys', 'Redis keys', 'keys', [
+      one('dbsize', (s) => s.redis?.keys),
+      one('without a TTL', (s) => s.redis?.persistentKeys),
+    ]),
     chart(
       'queue-backlog',
       'BullMQ waiting + prioritized + delayed, active',

@@ -157,8 +157,16 @@ export class SoakSampler {
     return this.syncerUrls;
   }
 
-  private async redisReading(): Promise<{ usedMemoryBytes: number; keys: number }> {
-    return { usedMemoryBytes: await redisUsedMemory(this.redis), keys: await this.redis.dbsize() };
+  private async redisReading(): Promise<NonNullable<SoakSample['redis']>> {
+    const keyspace = await this.redis.info('keyspace');
+    // `db0:keys=1234,expires=56,avg_ttl=…`; no line when the database is empty.
+    const match = /^db0:keys=(\d+),expires=(\d+)/m.exec(keyspace);
+    const keys = Number(match?.[1] ?? 0);
+    return {
+      usedMemoryBytes: await redisUsedMemory(this.redis),
+      keys,
+      persistentKeys: keys - Number(match?.[2] ?? 0),
+    };
   }
 
   private async queueCounts(): Promise<Record<string, QueueCounts>> {
