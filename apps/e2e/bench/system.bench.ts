@@ -40,7 +40,8 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { keyId } from '@slicekeeper/contracts';
 import { freePort } from '@slicekeeper/testing';
-import { OtlpReceiver, gpuInventory, inParallel } from '../src/harness';
+import { OtlpReceiver } from '@slicekeeper/testing';
+import { gpuInventory, inParallel } from '../src/harness';
 import type { InProcessDriver } from '../src/harness';
 import {
   cpuGoals,

@@ -9,8 +9,10 @@ import {
 } from '@slicekeeper/telemetry';
 import { PUBLISH_SYNC_SPAN } from '@slicekeeper/queue';
 import { RECEIVE_SPAN, STORE_SPAN } from '@slicekeeper/watcher';
-import { OtlpReceiver, ProductionTree, System, gpuInventory, publishes } from './harness';
-import type { ExampleDriverProcess, InProcessDriver, ReceivedSpan } from './harness';
+import { OtlpReceiver } from '@slicekeeper/testing';
+import { ProductionTree, System, gpuInventory, publishes } from './harness';
+import type { ReceivedSpan } from '@slicekeeper/testing';
+import type { ExampleDriverProcess, InProcessDriver } from './harness';
 
 const GPU = 'gpu.example.com';
 

@@ -1,99 +1,29 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { gunzipSync } from 'node:zlib';
 import { credentials } from '@grpc/grpc-js';
 import { publisher } from '@slicekeeper/proto';
-import { waitFor } from '@slicekeeper/testing';
+import { OtlpReceiver, waitFor } from '@slicekeeper/testing';
+import type { ReceivedSpan } from '@slicekeeper/testing';
 
 const ROOT = resolve(__dirname, '../../..');
 const MAIN = join(ROOT, 'apps/example-driver/src/main.ts');
-/** OTLP's `Span.SpanKind` of a producer span. */
-const SPAN_KIND_PRODUCER = 4;
-
-interface OtlpValue {
-  stringValue?: string;
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: { key: string; value: OtlpValue }[];
-}
-interface OtlpExport {
-  resourceSpans?: {
-    resource?: { attributes?: { key: string; value: OtlpValue }[] };
-    scopeSpans?: { spans?: OtlpSpan[] }[];
-  }[];
-}
-
-/** A span as the test reads it: ids in lowercase hex, string attributes by name. */
-interface ReceivedSpan {
-  service: string | undefined;
-  name: string;
-  kind: number;
-  traceparent: string;
-  parentSpanId: string;
-  attributes: Record<string, string | undefined>;
-}
-
-/** OTLP/JSON ids are hex; a base64 one (protobuf's JSON mapping) is read as well. */
-function hexId(id: string, length: number): string {
-  return id.length === length ? id.toLowerCase() : Buffer.from(id, 'base64').toString('hex');
-}
-
-function attributesOf(list: { key: string; value: OtlpValue }[] = []) {
-  return Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue]));
-}
-
-/** An OTLP/HTTP receiver (JSON bodies, as slicekeeper exports them) keeping every span. */
-function otlpReceiver() {
-  const spans: ReceivedSpan[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
-      const received = JSON.parse(body.toString('utf8')) as OtlpExport;
-      for (const resourceSpans of received.resourceSpans ?? []) {
-        const service = attributesOf(resourceSpans.resource?.attributes)['service.name'];
-        for (const scope of resourceSpans.scopeSpans ?? []) {
-          for (const span of scope.spans ?? []) {
-            const traceId = hexId(span.traceId, 32);
-            const spanId = hexId(span.spanId, 16);
-            spans.push({
-              service,
-              name: span.name,
-              kind: span.kind,
-              traceparent: `00-${traceId}-${spanId}-01`,
-              parentSpanId: span.parentSpanId === undefined ? '' : hexId(span.parentSpanId, 16),
-              attributes: attributesOf(span.attributes),
-            });
-          }
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  return { server, spans };
+/** The W3C traceparent of a sampled span the receiver got. */
+function traceparentOf(span: ReceivedSpan | undefined): string | undefined {
+  return span === undefined ? undefined : `00-${span.traceId}-${span.spanId}-01`;
 }
 
 describe('example-driver process, traced', () => {
   let dir: string;
-  const receiver = otlpReceiver();
+  let receiver: OtlpReceiver;
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sk-example-traced-'));
-    await new Promise<void>((done) => receiver.server.listen(0, '127.0.0.1', done));
+    receiver = await OtlpReceiver.start();
   });
   /** Runs the driver with `env` and resolves once it serves (its `serving` log line). */
   async function start(env: Record<string, string>): Promise<ChildProcess> {
@@ -123,7 +53,7 @@ describe('example-driver process, traced', () => {
 
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
-    await new Promise((done) => receiver.server.close(done));
+    await receiver.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -131,12 +61,11 @@ describe('example-driver process, traced', () => {
     const file = join(dir, 'inventory.json');
     await copyFile(join(ROOT, 'apps/example-driver/inventory/profiles/gpu.json'), file);
     const endpoint = `unix://${join(dir, 'plugin.sock')}`;
-    const { port } = receiver.server.address() as AddressInfo;
     const driver = await start({
       NODE_NAME: 'node-a',
       ENDPOINT: endpoint,
       INVENTORY_FILE: file,
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       // Nothing is exported on a schedule: the spans arrive only because SIGTERM flushes them.
       OTEL_BSP_SCHEDULE_DELAY: '1h',
     });
@@ -165,26 +94,27 @@ describe('example-driver process, traced', () => {
     call = connect();
     await waitFor(() => traceparents.length === 3, { description: 'resent on reconnect' });
 
-    expect(receiver.spans).toEqual([]);
+    expect(receiver.spans()).toEqual([]);
     await stop(driver);
     call.cancel();
     client.close();
 
-    const published = receiver.spans.filter((span) => span.name === 'publish inventory');
+    const published = receiver.spans().filter((span) => span.name === 'publish inventory');
     expect(published).toHaveLength(2);
     expect(traceparents).toEqual([
-      published[0]?.traceparent,
-      published[1]?.traceparent,
-      published[1]?.traceparent,
+      traceparentOf(published[0]),
+      traceparentOf(published[1]),
+      traceparentOf(published[1]),
     ]);
-    expect(published[0]?.traceparent).not.toBe(published[1]?.traceparent);
+    expect(traceparentOf(published[0])).not.toBe(traceparentOf(published[1]));
     for (const span of published) {
       expect(span).toMatchObject({
         service: 'example-driver',
-        kind: SPAN_KIND_PRODUCER,
-        parentSpanId: '',
+        kind: 'producer',
         attributes: { 'slicekeeper.node': 'node-a', 'slicekeeper.driver': 'gpu.example.com' },
       });
+      // A root: the trace starts at the driver.
+      expect(span.parentSpanId).toBeUndefined();
     }
   }, 60_000);
 

@@ -1,6 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -16,6 +14,7 @@ import {
   freePort,
   ServiceProcess,
   readMetric,
+  OtlpReceiver,
   uniquePrefix,
   waitFor,
 } from '@slicekeeper/testing';
@@ -178,7 +177,7 @@ describe('slice-syncer processes', () => {
   });
 
   it('with an OTLP endpoint, exports each sync as a trace of its message, with its writes', async () => {
-    const receiver = await otlpReceiver();
+    const receiver = await OtlpReceiver.start();
     try {
       const prefix = uniquePrefix('traced');
       const replica = startReplica(prefix, 0, {
@@ -208,11 +207,12 @@ describe('slice-syncer processes', () => {
       await queue.enqueue(key, 'snapshot');
       await queue.close();
 
-      const post = await waitFor(
-        () => receiver.spans.find((span) => span.name === 'POST' && span.parentSpanId !== ''),
-        { timeoutMs: 20_000, description: 'the exported write span' },
+      const post = await receiver.waitFor(
+        'the exported write span',
+        (spans) => spans.find((span) => span.name === 'POST' && span.parentSpanId !== undefined),
+        20_000,
       );
-      const sync = receiver.spans.find((span) => span.spanId === post.parentSpanId);
+      const sync = receiver.spans().find((span) => span.spanId === post.parentSpanId);
       expect(sync).toMatchObject({
         name: 'process sync',
         traceId: '0af7651916cd43dd8448eb211c80319c',
@@ -307,55 +307,3 @@ describe('slice-syncer processes', () => {
     expect(new Set(devices).size).toBe(300);
   });
 });
-
-/** One exported span as OTLP/JSON carries it (ids in hex). */
-interface ExportedSpan {
-  name: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-}
-
-/** An OTLP/HTTP receiver of JSON trace exports: the spans it was sent, in order. */
-async function otlpReceiver(): Promise<{
-  url: string;
-  spans: ExportedSpan[];
-  close(): Promise<void>;
-}> {
-  const spans: ExportedSpan[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as {
-        resourceSpans?: { scopeSpans?: { spans?: Partial<ExportedSpan>[] }[] }[];
-      };
-      for (const resource of body.resourceSpans ?? []) {
-        for (const scope of resource.scopeSpans ?? []) {
-          for (const span of scope.spans ?? []) {
-            spans.push({
-              name: span.name ?? '',
-              traceId: span.traceId ?? '',
-              spanId: span.spanId ?? '',
-              parentSpanId: span.parentSpanId ?? '',
-            });
-          }
-        }
-      }
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    spans,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-      }),
-  };
-}

@@ -41,7 +41,8 @@ let contextEnabled = false;
 /**
  * Starts the OTLP/HTTP exporter of a service as its `OTEL_*` settings say, and registers the
  * provider globally (so libraries that trace through `@opentelemetry/api` join the same traces).
- * Spans are exported in batches; a collector that is down costs dropped spans, never a stall.
+ * Spans are exported in batches from a bounded queue; while a collector is down, spans beyond
+ * it are dropped.
  */
 export function startTracing(settings: TraceExportSettings): StartedTracing {
   const exporter = new OTLPTraceExporter({

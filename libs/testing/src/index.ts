@@ -8,3 +8,12 @@ export type { ServiceProcessOptions } from './service-process';
 export { useRedisServer } from './use-redis-server';
 export type { TestRedis } from './use-redis-server';
 export { requestJson } from './request-json';
+export { OtlpReceiver } from './otlp-receiver';
+export type {
+  AttributeValue,
+  OtlpReceiverOptions,
+  ReceivedLink,
+  ReceivedSpan,
+  SpanKindName,
+  StatusCodeName,
+} from './otlp-receiver';

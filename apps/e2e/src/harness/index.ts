@@ -13,15 +13,6 @@ export type { Kubelet130DriverOptions } from './kubelet-130-driver';
 export { deviceRevs, gpuInventory, publishes } from './inventories';
 export type { GpuInventoryOptions } from './inventories';
 export { MemoryCgroup, manifestMemoryLimit } from './memory-cgroup';
-export { OtlpReceiver } from './otlp-receiver';
-export type {
-  AttributeValue,
-  OtlpReceiverOptions,
-  ReceivedLink,
-  ReceivedSpan,
-  SpanKindName,
-  StatusCodeName,
-} from './otlp-receiver';
 export { ProductionTree } from './production-tree';
 export { System } from './system';
 export type { NodeEvent, PluginStatus, ServiceName, SystemOptions } from './system';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import { waitFor } from '@slicekeeper/testing';
+import { waitFor } from './wait-for';
 import { z } from 'zod';
 
 const gunzipped = promisify(gunzip);

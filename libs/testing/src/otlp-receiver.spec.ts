@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { repoRoot } from '@slicekeeper/testing';
+import { repoRoot } from '@slicekeeper/local-stack';
 import { OtlpReceiver } from './otlp-receiver';
 
 const run = promisify(execFile);
