@@ -15,6 +15,11 @@
  *   used_memory and key count, BullMQ's counts per queue, plugins not `synced`, the load
  *   average; one progress line each.
  *
+ * The services run as their images run them (compiled, `NODE_ENV=production`, production
+ * dependencies only), each in a memory cgroup with its pod's limit from its manifest: Node sizes
+ * V8's heap from that limit, and without it an unconstrained heap grows for want of a reason to
+ * collect, which reads as a slope that no pod shows.
+ *
  * At the end the churn stops and every key must be `synced` with its last inventory. Samples,
  * events and verdicts go to bench/results/<date>-soak.json, one SVG chart per series beside it
  * (bench/results/<date>-soak-<series>.svg), verdicts to stdout. SOAK_MINUTES (60) shortens the
@@ -31,8 +36,10 @@ import {
   syncJobOptions,
 } from '@slicekeeper/queue';
 import { freePort, repoRoot } from '@slicekeeper/testing';
-import { deviceRevs, gpuInventory, inParallel } from '../src/harness';
+import { deviceRevs, gpuInventory, inParallel, ProductionTree } from '../src/harness';
 import type { InProcessDriver, System } from '../src/harness';
+import { API_POD, podCgroups, SYNCER_POD, WATCHER_POD } from './pod-limits';
+import type { PodLimits } from './pod-limits';
 import { machineInfo } from './report';
 import { SOAK_QUEUES, SoakSampler } from './soak-sampler';
 import { rssSlopes, soakCharts, soakVerdicts } from './soak-report';
@@ -81,6 +88,8 @@ interface SoakResults {
   date: string;
   startedAt: string;
   machine: ReturnType<typeof machineInfo> & { loadAverageAtEnd: number[] };
+  /** The services ran compiled, as the images run them, under these memory limits (or none, and why). */
+  limits: PodLimits;
   settings: Record<string, number>;
   goals: SoakGoals;
   events: SoakEvent[];
@@ -91,7 +100,11 @@ interface SoakResults {
 }
 
 /** The soak proper, against a started System. */
-async function soak(system: System, watcherMetricsUrl: string): Promise<SoakResults> {
+async function soak(
+  system: System,
+  watcherMetricsUrl: string,
+  limits: PodLimits,
+): Promise<SoakResults> {
   const startedAt = new Date();
   const machine = machineInfo();
   const nodes = Array.from({ length: Math.ceil(KEYS / DRIVERS.length) }, (_, i) => `node-${i}`);
@@ -243,6 +256,7 @@ async function soak(system: System, watcherMetricsUrl: string): Promise<SoakResu
     date: startedAt.toISOString().slice(0, 10),
     startedAt: startedAt.toISOString(),
     machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    limits,
     settings: {
       minutes: MINUTES,
       keys: keys.length,
@@ -336,21 +350,44 @@ async function main(): Promise<void> {
   const nodes = Array.from({ length: Math.ceil(KEYS / DRIVERS.length) }, (_, i) => `node-${i}`);
   const watcherPort = await freePort();
   const began = performance.now();
-  const results = await withSystem(
-    {
-      name: 'bench-soak',
-      nodes,
-      syncerReplicas: 2,
-      redisAppendOnly: true,
-      watcherEnv: { PROBE_PORT: String(watcherPort) },
-    },
-    (system) => soak(system, `http://127.0.0.1:${watcherPort}/metrics`),
-  );
+  const production = await ProductionTree.prepare(progress);
+  const pods = await podCgroups('bench-soak', {
+    'registration-api': API_POD,
+    'plugin-watcher': WATCHER_POD,
+    'slice-syncer-1': SYNCER_POD,
+    'slice-syncer-2': SYNCER_POD,
+  });
+  let results: SoakResults;
+  try {
+    results = await withSystem(
+      {
+        name: 'bench-soak',
+        nodes,
+        syncerReplicas: 2,
+        redisAppendOnly: true,
+        watcherEnv: { PROBE_PORT: String(watcherPort) },
+        production,
+        memoryCgroups: pods.cgroups,
+      },
+      (system) => soak(system, `http://127.0.0.1:${watcherPort}/metrics`, pods.limits),
+    );
+  } finally {
+    await production.close();
+    await pods.close();
+  }
   const path = await writeSoak(results);
   const lines = [
     `# Soak, ${results.settings.minutes} min, ${results.settings.keys} keys at ${results.settings.rate} changes/s`,
     '',
     `load average at start ${results.machine.loadAverage.join(' ')}, at end ${results.machine.loadAverageAtEnd.join(' ')}; ${round((performance.now() - began) / 1000, 0)} s in all`,
+    '',
+    'bytes' in results.limits
+      ? `services compiled, each under its pod's memory limit (${results.limits.enforcedBy}): ${Object.entries(
+          results.limits.bytes,
+        )
+          .map(([name, bytes]) => `${name} ${round(bytes / 1024 / 1024, 0)} MiB`)
+          .join(', ')}`
+      : `services compiled, WITHOUT memory limits (${results.limits.unconstrained})`,
     '',
     '| goal | actual | verdict |',
     '| --- | --- | --- |',

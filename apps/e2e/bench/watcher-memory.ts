@@ -18,13 +18,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readMetric } from '@slicekeeper/testing';
-import {
-  gpuInventory,
-  inParallel,
-  manifestMemoryLimit,
-  MemoryCgroup,
-  ProductionTree,
-} from '../src/harness';
+import { gpuInventory, inParallel, ProductionTree } from '../src/harness';
+import { podCgroups, WATCHER_POD } from './pod-limits';
 import { round } from './stats';
 import type { System } from '../src/harness';
 import { progress, withSystem } from './support';
@@ -71,7 +66,7 @@ const SETTLE_SECONDS = 60;
 const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
 
 /** The manifest whose memory limit the watcher runs under: the shared watcher's Deployment. */
-export const WATCHER_MANIFEST = 'k8s/components/watcher-shared/plugin-watcher.yaml';
+export const WATCHER_MANIFEST = WATCHER_POD.manifest;
 
 export async function measureWatcherMemory(streams: number): Promise<WatcherMemoryResult> {
   const nodes = Array.from({ length: Math.ceil(streams / DRIVERS.length) }, (_, i) => `node-${i}`);
@@ -81,22 +76,11 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
   const probePort = await freePort();
   const metricsUrl = `http://127.0.0.1:${probePort}/metrics`;
   const production = await ProductionTree.prepare(progress);
-  const limitBytes = await manifestMemoryLimit(WATCHER_MANIFEST, 'plugin-watcher');
-  const cgroup = await MemoryCgroup.create(`slicekeeper-bench-${process.pid}`, limitBytes).catch(
-    (error: unknown) => {
-      progress(`watcher memory: runs WITHOUT its memory limit: ${(error as Error).message}`);
-      return (error as Error).message;
-    },
-  );
+  const pod = await podCgroups('bench-watcher-memory', { 'plugin-watcher': WATCHER_POD });
   const limit =
-    typeof cgroup === 'string'
-      ? { unconstrained: cgroup }
-      : { bytes: cgroup.limitBytes, enforcedBy: cgroup.hierarchy };
-  if (typeof cgroup !== 'string') {
-    progress(
-      `watcher memory: compiled, under ${WATCHER_MANIFEST}'s limit (${limitBytes} bytes, ${cgroup.hierarchy})`,
-    );
-  }
+    'bytes' in pod.limits
+      ? { bytes: pod.limits.bytes['plugin-watcher'] ?? 0, enforcedBy: pod.limits.enforcedBy }
+      : pod.limits;
   // No syncer: only the watcher's memory is measured, and the machine is small.
   try {
     return await withSystem(
@@ -106,13 +90,13 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
         syncerReplicas: 0,
         watcherEnv: { PROBE_PORT: String(probePort) },
         production,
-        ...(typeof cgroup === 'string' ? {} : { memoryCgroups: { 'plugin-watcher': cgroup } }),
+        memoryCgroups: pod.cgroups,
       },
       (system) => measure(system),
     );
   } finally {
     await production.close();
-    if (typeof cgroup !== 'string') await cgroup.close();
+    await pod.close();
   }
 
   async function measure(system: System): Promise<WatcherMemoryResult> {

@@ -92,8 +92,9 @@ export interface SystemOptions {
    */
   production?: ProductionTree;
   /**
-   * Runs a service inside a memory cgroup, by app name (e.g. `plugin-watcher`), so that it has
-   * the memory limit its manifest gives a pod. The caller creates and closes the cgroups.
+   * Runs a service inside a memory cgroup, by service name (e.g. `plugin-watcher`,
+   * `slice-syncer-2`: one cgroup per process, as each pod has its own limit), so that it has the
+   * memory limit its manifest gives a pod. The caller creates and closes the cgroups.
    * @defaultValue no limits
    */
   memoryCgroups?: Readonly<Partial<Record<string, MemoryCgroup>>>;
@@ -255,7 +256,7 @@ export class System {
       spec.app,
       spec.env,
       this.options.production,
-      this.options.memoryCgroups?.[spec.app],
+      this.options.memoryCgroups?.[name],
     );
     this.services.set(name, child);
     await child.waitForLog(spec.ready, 'that it is ready', 60_000);
