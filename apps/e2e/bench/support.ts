@@ -260,7 +260,7 @@ async function childProcesses(): Promise<ChildProcess[]> {
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         if (Number(fields[1]) !== process.pid) return;
         const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
-        const app = /\/apps\/([^/]+)\/src\/main\.ts/.exec(cmdline)?.[1];
+        const app = /(?:^|[/ ])apps\/([^/]+)\/(?:src\/main\.ts|dist\/main\.js)/.exec(cmdline)?.[1];
         const name = app ?? (cmdline.includes('redis-server') ? 'redis' : 'other');
         children.push({ pid, name, stat: fields });
       } catch {

@@ -34,14 +34,16 @@
  * slicekeeper's CPU per change with tracing off and on beside the floor, and spans per change
  * (bench/results/<date>-cpu-tracing.json). BENCH_CPU_PROF=<dir> runs the watcher,
  * the syncers and the API with `--cpu-prof` into that directory (profiles are written when a
- * service exits; profiling costs CPU, so its run's CPU figures are not the bench's).
+ * service exits; profiling costs CPU, so its run's CPU figures are not the bench's). The CPU modes
+ * run the services compiled, as the images run them; BENCH_SERVICES=sources runs them from their
+ * TypeScript sources through tsx instead.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { keyId } from '@slicekeeper/contracts';
 import { freePort } from '@slicekeeper/testing';
 import { OtlpReceiver } from '@slicekeeper/testing';
-import { gpuInventory, inParallel } from '../src/harness';
+import { gpuInventory, inParallel, ProductionTree } from '../src/harness';
 import type { InProcessDriver } from '../src/harness';
 import {
   cpuGoals,
@@ -115,6 +117,13 @@ const TRACING = process.env.BENCH_TRACING ?? 'off';
 if (TRACING !== 'off' && TRACING !== 'on') throw new Error('BENCH_TRACING: "on", "off" or unset');
 if (TRACING === 'on' && ONLY !== 'cpu')
   throw new Error('BENCH_TRACING=on runs with BENCH_ONLY=cpu');
+const SERVICES = process.env.BENCH_SERVICES ?? 'compiled';
+if (SERVICES !== 'compiled' && SERVICES !== 'sources') {
+  throw new Error('BENCH_SERVICES: "compiled", "sources" or unset');
+}
+if (process.env.BENCH_SERVICES !== undefined && ONLY !== 'cpu') {
+  throw new Error('BENCH_SERVICES runs with BENCH_ONLY=cpu');
+}
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ?? '';
 /** Settings that have a service write a CPU profile on exit (BENCH_CPU_PROF), or none. */
 const PROFILING: Record<string, string> =
@@ -133,7 +142,10 @@ type Latency = LatencyResult & { ratioToFloor: number };
  * Floor and end-to-end latency share one System: same Redis, same emulator process. With a
  * `sink`, every service traces every change (always_on) and exports its spans there.
  */
-function floorAndLatency(sink?: OtlpReceiver): Promise<{ floor: FloorResult; latency: Latency[] }> {
+function floorAndLatency(
+  production: ProductionTree | undefined,
+  sink?: OtlpReceiver,
+): Promise<{ floor: FloorResult; latency: Latency[] }> {
   const nodes = Array.from({ length: LATENCY_DRIVERS }, (_, i) => `node-${i}`);
   progress(
     `latency system, tracing ${sink === undefined ? 'off' : 'on'}: load ${os
@@ -157,6 +169,7 @@ function floorAndLatency(sink?: OtlpReceiver): Promise<{ floor: FloorResult; lat
       },
       watcherEnv: PROFILING,
       apiEnv: PROFILING,
+      ...(production === undefined ? {} : { production }),
     },
     async (system) => {
       progress(`floor: ${FLOOR_SAMPLES} BullMQ round trips and ${FLOOR_SAMPLES} API writes…`);
@@ -341,18 +354,27 @@ async function cpuOnly(): Promise<void> {
       .map((l) => round(l))
       .join(' ')}${CPU_PROF_DIR === '' ? '' : `, profiling into ${CPU_PROF_DIR}`}`,
   );
-  const { floor, latency } = await floorAndLatency();
-  progress('sync: fresh system with 1 syncer replica…');
-  const run = await runSyncThroughput({
-    keys: KEYS,
-    replicas: 1,
-    concurrency: CONCURRENCY,
-    syncerEnv: PROFILING,
-    apiEnv: PROFILING,
-    // Each phase ends once the node conditions its syncs asked for are written: a cold
-    // publish's condition writes are its own CPU, not the warm resync's that follows it.
-    quietPolling: true,
-  });
+  const production = await cpuBenchServices();
+  let floor: FloorResult;
+  let latency: Latency[];
+  let run: SyncRunResult;
+  try {
+    ({ floor, latency } = await floorAndLatency(production));
+    progress('sync: fresh system with 1 syncer replica…');
+    run = await runSyncThroughput({
+      keys: KEYS,
+      replicas: 1,
+      concurrency: CONCURRENCY,
+      syncerEnv: PROFILING,
+      apiEnv: PROFILING,
+      // Each phase ends once the node conditions its syncs asked for are written: a cold
+      // publish's condition writes are its own CPU, not the warm resync's that follows it.
+      quietPolling: true,
+      ...(production === undefined ? {} : { production }),
+    });
+  } finally {
+    await production?.close();
+  }
   const cpuPerUnit = cpuPerUnitRows(floor, latency, [run]);
   const results: CpuBenchResults = {
     date: startedAt.toISOString().slice(0, 10),
@@ -366,6 +388,7 @@ async function cpuOnly(): Promise<void> {
       latencyRates: LATENCY_RATES,
       floorSamples: FLOOR_SAMPLES,
       profiled: CPU_PROF_DIR !== '',
+      services: SERVICES,
     },
     floor,
     latency,
@@ -378,6 +401,7 @@ async function cpuOnly(): Promise<void> {
   process.stdout.write(
     [
       ...heading(results, 'slicekeeper CPU per change'),
+      servicesLine(),
       `floor ${floor.floorMs} ms; latency p50 ${latency.map((l) => `${l.rate}/s ${l.p50ms} ms`).join(', ')}; cold ${run.cold.seconds} s, warm ${run.warm.seconds} s for ${run.keys} keys`,
       '## CPU per unit, ms (own = watcher + syncer + API; on the floor rows, the bench as client)',
       cpuPerUnitTable(cpuPerUnit),
@@ -401,15 +425,18 @@ async function cpuTracing(): Promise<void> {
   progress(
     `cpu with tracing off, then on: ${SECONDS} s per latency rate${CPU_PROF_DIR === '' ? '' : `, profiling into ${CPU_PROF_DIR}`}`,
   );
-  const loadOff = os.loadavg().map((l) => round(l));
-  const off: TracingRun = { tracing: 'off', loadAverage: loadOff, ...(await floorAndLatency()) };
+  const production = await cpuBenchServices();
   const sink = await OtlpReceiver.start({ keep: 'count' });
+  let off: TracingRun;
   let on: TracingRun;
   try {
+    const loadOff = os.loadavg().map((l) => round(l));
+    off = { tracing: 'off', loadAverage: loadOff, ...(await floorAndLatency(production)) };
     const loadOn = os.loadavg().map((l) => round(l));
-    on = { tracing: 'on', loadAverage: loadOn, ...(await floorAndLatency(sink)) };
+    on = { tracing: 'on', loadAverage: loadOn, ...(await floorAndLatency(production, sink)) };
   } finally {
     await sink.close();
+    await production?.close();
   }
   progress(
     `tracing sink: ${sink.spanCount} spans in ${sink.requests.accepted} exports, ${sink.requests.rejected} refused`,
@@ -427,6 +454,7 @@ async function cpuTracing(): Promise<void> {
       floorSamples: FLOOR_SAMPLES,
       tracing: sinkSettings(sink),
       profiled: CPU_PROF_DIR !== '',
+      services: SERVICES,
     },
     off,
     on,
@@ -447,6 +475,7 @@ async function cpuTracing(): Promise<void> {
   process.stdout.write(
     [
       ...heading(results, 'slicekeeper CPU per change, tracing off and on'),
+      servicesLine(),
       `load when each run's System started: off ${off.loadAverage.join(' ')}, on ${on.loadAverage.join(' ')}`,
       '## CPU per change, ms (own = watcher + syncer + API; floor: the bench as client per round trip)',
       tracingCostTable(cost),
@@ -455,6 +484,21 @@ async function cpuTracing(): Promise<void> {
     ].join('\n\n'),
   );
   progress(`results written to ${path}`);
+}
+
+/**
+ * The compiled services the CPU modes run, as the images run them (BENCH_SERVICES=sources: none,
+ * the services run from their TypeScript sources through tsx).
+ */
+function servicesLine(): string {
+  return SERVICES === 'compiled'
+    ? 'services compiled, as the images run them (node dist/main.js, NODE_ENV=production)'
+    : 'services from their TypeScript sources, through tsx (BENCH_SERVICES=sources)';
+}
+
+async function cpuBenchServices(): Promise<ProductionTree | undefined> {
+  if (SERVICES === 'sources') return undefined;
+  return ProductionTree.prepare(progress);
 }
 
 /** The tracing settings the services ran with (the sink's URL left out). */
@@ -488,7 +532,7 @@ async function main(): Promise<void> {
   progress(
     `keys ${KEYS}, replicas ${REPLICAS.join(',')}, ${SECONDS} s per latency rate, ${DELETES} deletes, ${STREAMS} streams`,
   );
-  const { floor, latency } = await floorAndLatency();
+  const { floor, latency } = await floorAndLatency(undefined);
   const sync: SyncRunResult[] = [];
   let repair: RepairResult | undefined;
   let syncerMemory: SyncerMemoryResult | undefined;
