@@ -108,7 +108,7 @@ export function createQueueWorker<T>(
 ): Worker<T> {
   const { backoffDelayMs } = options;
   return new Worker<T>(name, process, {
-    ...queueOptions(options),
+    ...connectionOptions(options),
     autorun: false,
     concurrency: options.concurrency,
     lockDuration: options.lockDurationMs ?? 5000,
@@ -125,9 +125,23 @@ export function createQueueWorker<T>(
   });
 }
 
-function queueOptions(options: QueueConnectionOptions): {
+/**
+ * Events kept in each queue's event stream (BullMQ's `streams.events.maxLen`, 10,000 unless
+ * set): the recent history an operator's QueueEvents or dashboard reads; slicekeeper reads none.
+ * With BullMQ's default the sync and node-status streams held 1.4 MB of Redis once full (the
+ * soak's first 20 minutes), a sixth of all Redis held for 1,000 keys.
+ */
+export const QUEUE_EVENTS_KEPT = 1000;
+
+function connectionOptions(options: QueueConnectionOptions): {
   connection: RedisClient;
   prefix: string;
 } {
   return { connection: options.connection, prefix: queuePrefix(options.prefix ?? 'sk') };
+}
+
+function queueOptions(options: QueueConnectionOptions): ReturnType<typeof connectionOptions> & {
+  streams: { events: { maxLen: number } };
+} {
+  return { ...connectionOptions(options), streams: { events: { maxLen: QUEUE_EVENTS_KEPT } } };
 }
