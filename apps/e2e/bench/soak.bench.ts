@@ -94,6 +94,8 @@ interface SoakResults {
   goals: SoakGoals;
   events: SoakEvent[];
   samples: SoakSample[];
+  /** Once the churn stopped and the keys had settled. */
+  keysAtEnd: KeysAtEnd;
   rssSlopesMiBPerHour: { afterWarmup: Record<string, number>; wholeRun: Record<string, number> };
   verdicts: SoakVerdict[];
   durationSeconds: number;
@@ -269,11 +271,12 @@ async function soak(
     goals,
     events,
     samples,
+    keysAtEnd: synced,
     rssSlopesMiBPerHour: {
       afterWarmup: rssSlopes(samples, goals.warmupSeconds),
       wholeRun: rssSlopes(samples, 0),
     },
-    verdicts: soakVerdicts(samples, goals, JUDGED, synced),
+    verdicts: soakVerdicts(samples, goals, JUDGED, synced, events),
     durationSeconds: round((Date.now() - start) / 1000, 1),
   };
 }
