@@ -353,7 +353,7 @@ function watcherMemorySection(m: WatcherMemoryResult): string[] {
       : `**without its memory limit** (${m.limit.unconstrained}): V8 sizes its heap from the whole machine, so the figures overstate what a pod costs`;
   return [
     '## Plugin-watcher memory per stream',
-    `The compiled watcher on Node ${m.node}, ${limit}. Per stream: what the second ${m.streams - Math.floor(m.streams / 2)} streams added, each (the marginal cost); on average: since before the first stream, fixed costs included.`,
+    `The compiled watcher on Node ${m.node}${m.nodeOptions === undefined ? '' : ` (${m.nodeOptions})`}, ${limit}. Per stream: what the second ${m.streams - Math.floor(m.streams / 2)} streams added, each (the marginal cost); on average: since before the first stream, fixed costs included.`,
     table(
       ['streams', 'when', 'RSS', 'RSS / stream', 'heap used / stream', 'time to stream'],
       [

@@ -23,7 +23,8 @@
  *
  * Progress goes to stderr, markdown tables to stdout, every figure to bench/results/<date>.json.
  * Environment: BENCH_KEYS (10000), BENCH_REPLICAS ("1,2,4", must include 1), BENCH_SECONDS per
- * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000), BENCH_PRIORITY_KEYS (10000),
+ * latency rate (10), BENCH_DELETES (100), BENCH_STREAMS (1000), BENCH_WATCHER_NODE_OPTIONS (runtime
+ * flags for the watcher of part 5; none), BENCH_PRIORITY_KEYS (10000),
  * BENCH_PRIORITY_PROBES (40 of each kind); BENCH_ONLY=priorities runs part 6 alone and writes
  * bench/results/<date>-priorities.json, BENCH_ONLY=watcher-memory part 5 alone and writes
  * bench/results/<date>-watcher-memory.json, BENCH_ONLY=cpu parts 1 and 3 with one syncer

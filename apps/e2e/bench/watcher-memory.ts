@@ -28,6 +28,8 @@ export interface WatcherMemoryResult {
   streams: number;
   /** Node.js version the watcher ran on. */
   node: string;
+  /** Runtime flags the watcher ran with (BENCH_WATCHER_NODE_OPTIONS), if any. */
+  nodeOptions?: string;
   /**
    * The memory limit the watcher ran under (its manifest's), or why it ran without one.
    */
@@ -60,6 +62,12 @@ export interface MemoryPerStream {
   heapUsedBytesPerStream: number;
 }
 
+/**
+ * Runtime flags for the watcher (BENCH_WATCHER_NODE_OPTIONS, e.g. `--max-semi-space-size=1`), to
+ * see what a flag would change; none by default, as the image runs it.
+ */
+const NODE_OPTIONS = process.env.BENCH_WATCHER_NODE_OPTIONS ?? '';
+
 /** How long the watcher is left alone before the settled reading, seconds. */
 const SETTLE_SECONDS = 60;
 
@@ -88,7 +96,10 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
         name: 'bench-watcher-memory',
         nodes,
         syncerReplicas: 0,
-        watcherEnv: { PROBE_PORT: String(probePort) },
+        watcherEnv: {
+          PROBE_PORT: String(probePort),
+          ...(NODE_OPTIONS === '' ? {} : { NODE_OPTIONS }),
+        },
         production,
         memoryCgroups: pod.cgroups,
       },
@@ -165,6 +176,7 @@ export async function measureWatcherMemory(streams: number): Promise<WatcherMemo
     return {
       streams: plugins.length,
       node: process.version,
+      ...(NODE_OPTIONS === '' ? {} : { nodeOptions: NODE_OPTIONS }),
       limit,
       secondsToStream: round(secondsToStream, 1),
       rssBeforeBytes: before.rss,
