@@ -10,6 +10,13 @@ export interface ProcessSample {
   rssBytes?: number;
   /** V8 heap used, bytes (Node processes only). */
   heapUsedBytes?: number;
+  /**
+   * V8 heap committed (used, garbage and free pages it keeps), bytes. With heap used and
+   * external memory it tells where an RSS that grows while the heap used does not has gone.
+   */
+  heapTotalBytes?: number;
+  /** Memory of ArrayBuffers and other objects outside the heap that V8 knows of, bytes. */
+  externalBytes?: number;
   /** p99 of the event-loop delay over the 10 s since the previous reading, ms. */
   lagP99Ms?: number;
 }
@@ -408,6 +415,18 @@ export function soakCharts(
       'V8 heap used per process',
       'MiB',
       perProcess((p) => mib(p.heapUsedBytes)),
+    ),
+    chart(
+      'heap-total',
+      'V8 heap committed per process',
+      'MiB',
+      perProcess((p) => mib(p.heapTotalBytes)),
+    ),
+    chart(
+      'external',
+      'External memory (buffers) per process',
+      'MiB',
+      perProcess((p) => mib(p.externalBytes)),
     ),
     chart(
       'lag',

@@ -60,10 +60,14 @@ async function serviceSample(url: string): Promise<ProcessSample | undefined> {
   const text = await response.text();
   const rss = metricValue(text, 'process_resident_memory_bytes');
   const heap = metricValue(text, 'nodejs_heap_size_used_bytes');
+  const heapTotal = metricValue(text, 'nodejs_heap_size_total_bytes');
+  const external = metricValue(text, 'nodejs_external_memory_bytes');
   const lag = metricValue(text, 'nodejs_eventloop_lag_p99_seconds');
   return {
     ...(rss === undefined ? {} : { rssBytes: rss }),
     ...(heap === undefined ? {} : { heapUsedBytes: heap }),
+    ...(heapTotal === undefined ? {} : { heapTotalBytes: heapTotal }),
+    ...(external === undefined ? {} : { externalBytes: external }),
     ...(lag === undefined ? {} : { lagP99Ms: round(lag * 1000, 2) }),
   };
 }
