@@ -23,20 +23,17 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  /**
-   * Runs the script and returns its reply. It goes out with the other pipelines asked for on
-   * the connection in the same tick ({@link execPipeline}): a sync's write token and its reads
-   * share one socket write.
-   */
   async run(
     redis: RedisClient,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    const [reply] = await execPipeline(redis, (pipeline) => {
-      this.queue(pipeline, keys, args);
-    });
-    return reply === undefined ? null : replyOf(reply);
+    try {
+      return await redis.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return redis.eval(this.source, this.numberOfKeys, ...keys, ...args);
+    }
   }
 
   /**
