@@ -558,7 +558,7 @@ function cpuTable(results: BenchResults): string {
   );
 }
 
-function syncerMemoryTable(m: SyncerMemoryResult): string {
+export function syncerMemoryTable(m: SyncerMemoryResult): string {
   return [
     table(
       ['syncer', 'slices / Nodes cached', 'RSS', 'heap used'],

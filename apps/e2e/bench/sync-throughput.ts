@@ -20,7 +20,7 @@ import type { RedisClient } from '@slicekeeper/queue';
 import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
 import type { StoreResult } from '@slicekeeper/state';
 import { gpuInventory, inParallel } from '../src/harness';
-import type { ProductionTree, System } from '../src/harness';
+import type { MemoryCgroup, ProductionTree, System } from '../src/harness';
 import { round } from './stats';
 import { progress, redisUsedMemory, startCounting, withSystem } from './support';
 import type { ApiCalls, RedisCommandStats } from './support';
@@ -85,6 +85,8 @@ export interface SyncRunOptions {
   syncerEnv?: Record<string, string>;
   /** Runs the services compiled, as the images do. @defaultValue from their sources */
   production?: ProductionTree;
+  /** Memory cgroups by service name (a pod's limit). @defaultValue none */
+  memoryCgroups?: Readonly<Partial<Record<string, MemoryCgroup>>>;
   /** Extra settings of the registration API (e.g. a higher RATE_LIMIT_MAX). */
   apiEnv?: Record<string, string>;
   /** Names the System (its logs go to `reports/e2e/<name>/`). @defaultValue `bench-sync-<replicas>` */
@@ -166,6 +168,7 @@ export function runSyncThroughput(options: SyncRunOptions): Promise<SyncRunResul
       },
       ...(options.apiEnv === undefined ? {} : { apiEnv: options.apiEnv }),
       ...(options.production === undefined ? {} : { production: options.production }),
+      ...(options.memoryCgroups === undefined ? {} : { memoryCgroups: options.memoryCgroups }),
     },
     async (system) => {
       // The bench plays the watcher's part, so that nothing but the syncers acts on the keys.

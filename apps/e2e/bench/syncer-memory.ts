@@ -52,7 +52,8 @@ export async function syncerPid(probePort: number): Promise<number> {
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (ppid !== process.pid) continue;
       const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmdline.includes('/apps/slice-syncer/src/main.ts')) continue;
+      // From its sources (tsx) or compiled (dist/main.js), as the images run it.
+      if (!/apps\/slice-syncer\/(src\/main\.ts|dist\/main\.js)/.test(cmdline)) continue;
       const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
       if (environ.includes(`PROBE_PORT=${probePort}`)) return Number(pid);
     } catch {

@@ -27,7 +27,9 @@
  * flags for the watcher of part 5; none), BENCH_PRIORITY_KEYS (10000),
  * BENCH_PRIORITY_PROBES (40 of each kind); BENCH_ONLY=priorities runs part 6 alone and writes
  * bench/results/<date>-priorities.json, BENCH_ONLY=watcher-memory part 5 alone and writes
- * bench/results/<date>-watcher-memory.json, BENCH_ONLY=cpu parts 1 and 3 with one syncer
+ * bench/results/<date>-watcher-memory.json, BENCH_ONLY=syncer-memory part 3 with one replica run
+ * compiled in a memory cgroup with its pod's limit (bench/results/<date>-syncer-memory.json),
+ * BENCH_ONLY=cpu parts 1 and 3 with one syncer
  * replica (CPU per change, per key published and per key resynced, beside the floor's CPU per
  * round trip) and writes bench/results/<date>-cpu.json; with BENCH_TRACING=on it runs parts 1 and
  * 2 a second time in a fresh System whose services (OTEL_* settings, always_on sampling) export
@@ -75,6 +77,7 @@ import {
   watcherMemoryGoal,
   watcherMemoryMarkdown,
   writeResults,
+  syncerMemoryTable,
 } from './report';
 import type {
   BenchResults,
@@ -83,9 +86,10 @@ import type {
   TracingCpuBenchResults,
   WatcherMemoryBenchResults,
 } from './report';
+import { podCgroups, SYNCER_POD } from './pod-limits';
 import { round } from './stats';
 import { runSyncThroughput } from './sync-throughput';
-import type { SyncRunResult } from './sync-throughput';
+import type { SyncRunOptions, SyncRunResult } from './sync-throughput';
 import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
 import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
 import { closeSystemsOnSignal, progress, withSystem } from './support';
@@ -111,8 +115,9 @@ if (!REPLICAS.includes(1)) throw new Error('BENCH_REPLICAS must include 1 (repai
 const PRIORITY_KEYS = positiveInt('BENCH_PRIORITY_KEYS', 10_000);
 const PRIORITY_PROBES = positiveInt('BENCH_PRIORITY_PROBES', 40);
 const ONLY = process.env.BENCH_ONLY ?? '';
-if (ONLY !== '' && ONLY !== 'priorities' && ONLY !== 'watcher-memory' && ONLY !== 'cpu') {
-  throw new Error('BENCH_ONLY: "priorities", "watcher-memory", "cpu" or unset');
+const ONLY_MODES = ['', 'priorities', 'watcher-memory', 'syncer-memory', 'cpu'];
+if (!ONLY_MODES.includes(ONLY)) {
+  throw new Error('BENCH_ONLY: "priorities", "watcher-memory", "syncer-memory", "cpu" or unset');
 }
 const TRACING = process.env.BENCH_TRACING ?? 'off';
 if (TRACING !== 'off' && TRACING !== 'on') throw new Error('BENCH_TRACING: "on", "off" or unset');
@@ -239,7 +244,10 @@ function floorAndLatency(
  * Cold, warm and churn with `replicas` syncers; with one, the repair and the syncer's memory
  * in the same System as well.
  */
-async function syncRun(replicas: number): Promise<{
+async function syncRun(
+  replicas: number,
+  services: Pick<SyncRunOptions, 'production' | 'memoryCgroups'> = {},
+): Promise<{
   run: SyncRunResult;
   repair?: RepairResult;
   memory?: SyncerMemoryResult;
@@ -262,6 +270,7 @@ async function syncRun(replicas: number): Promise<{
   let repair: RepairResult | undefined;
   let memory: SyncerMemoryResult | undefined;
   const run = await runSyncThroughput({
+    ...services,
     keys: KEYS,
     replicas,
     concurrency: CONCURRENCY,
@@ -338,6 +347,51 @@ async function watcherMemoryOnly(): Promise<void> {
   };
   const path = await writeResults(results, '-watcher-memory');
   process.stdout.write(watcherMemoryMarkdown(results));
+  progress(`results written to ${path}`);
+}
+
+/**
+ * `BENCH_ONLY=syncer-memory`: part 3 with one replica, run as a pod runs it (compiled, in a memory
+ * cgroup with slice-syncer's limit from its manifest); its cache memory in a results file of its
+ * own. The whole bench's part 3 runs the syncer from its sources without a limit, whose heap V8
+ * sizes from the whole machine.
+ */
+async function syncerMemoryOnly(): Promise<void> {
+  const startedAt = new Date();
+  const machine = machineInfo();
+  const start = performance.now();
+  const production = await ProductionTree.prepare(progress);
+  const pod = await podCgroups('bench-syncer-memory', { 'slice-syncer-1': SYNCER_POD });
+  let memory: SyncerMemoryResult | undefined;
+  try {
+    ({ memory } = await syncRun(1, { production, memoryCgroups: pod.cgroups }));
+  } finally {
+    await production.close();
+    await pod.close();
+  }
+  if (memory === undefined) throw new Error('the syncer memory was not measured');
+  const results = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l)) },
+    settings: { keys: KEYS, limits: pod.limits },
+    syncerMemory: memory,
+    goals: [],
+    durationSeconds: round((performance.now() - start) / 1000, 1),
+  };
+  const path = await writeResults(results, '-syncer-memory');
+  const limits =
+    'bytes' in pod.limits
+      ? `under its pod's memory limit (${SYNCER_POD.manifest}, ${pod.limits.enforcedBy})`
+      : `WITHOUT its memory limit (${pod.limits.unconstrained})`;
+  process.stdout.write(
+    [
+      ...heading(results, 'slice-syncer cache memory'),
+      `The compiled syncer on Node ${process.version}, ${limits}.`,
+      syncerMemoryTable(memory),
+      '',
+    ].join('\n\n'),
+  );
   progress(`results written to ${path}`);
 }
 
@@ -525,6 +579,10 @@ async function main(): Promise<void> {
   }
   if (ONLY === 'watcher-memory') {
     await watcherMemoryOnly();
+    return;
+  }
+  if (ONLY === 'syncer-memory') {
+    await syncerMemoryOnly();
     return;
   }
   const startedAt = new Date();
