@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import type { LogEntry, SupervisedProcess } from '@slicekeeper/local-stack';
@@ -13,18 +14,29 @@ interface DriverOptions {
   token: string;
 }
 
-/** POST /v1/plugins with the node's token, as the example driver and kubelet's registrar do. */
+/** How long a registration answered 503 (Redis unavailable) is tried again, ms. */
+const REGISTER_RETRY_MS = 10_000;
+
+/**
+ * POST /v1/plugins with the node's token, as the example driver and kubelet's registrar do; a
+ * 503 (Redis unavailable, e.g. a Redis Cluster client still connecting) is retryable, and is tried
+ * again as a driver's registration client would.
+ */
 async function register(options: DriverOptions, endpoint: string): Promise<void> {
-  const response = await fetch(new URL('/v1/plugins', options.apiUrl), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ node: options.node, driver: options.driver, endpoint }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (response.status !== 201 && response.status !== 200) {
-    throw new Error(
-      `registering ${options.node}/${options.driver}: ${response.status} ${await response.text()}`,
-    );
+  const deadline = Date.now() + REGISTER_RETRY_MS;
+  for (;;) {
+    const response = await fetch(new URL('/v1/plugins', options.apiUrl), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ node: options.node, driver: options.driver, endpoint }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (response.status === 201 || response.status === 200) return;
+    const body = await response.text();
+    if (response.status !== 503 || Date.now() >= deadline) {
+      throw new Error(`registering ${options.node}/${options.driver}: ${response.status} ${body}`);
+    }
+    await sleep(200);
   }
 }
 

@@ -138,6 +138,10 @@ describe('toErrorAnswer', () => {
 describe('isRedisUnavailable', () => {
   it.each([
     ['a closed connection', new Error('Connection is closed.')],
+    [
+      'a Redis Cluster client not ready',
+      new Error("Cluster isn't ready and enableOfflineQueue options is false"),
+    ],
     ['a command timeout', new Error('Command timed out')],
     [
       'a reply lost with the connection',

@@ -64,6 +64,8 @@ const ROUTER_PARAM_PROBLEMS: Record<string, { problem: string; message: string }
  */
 const REDIS_CONNECTION_ERRORS = new Set([
   "Stream isn't writeable and enableOfflineQueue options is false",
+  // A Redis Cluster client between connections (starting, or refreshing its slots).
+  "Cluster isn't ready and enableOfflineQueue options is false",
   'Connection is closed.',
   'Command timed out',
   'Command aborted due to connection close',
