@@ -103,9 +103,9 @@ async function scaleRun(
   const run = await runSyncThroughput({
     ...common,
     syncerEnv: { PROBE_PORT: String(probePort) },
-    beforeNodes: async () => {
+    beforeNodes: async (system) => {
       progress(`${label}: syncer memory, idle in an empty cluster…`);
-      idle = await readSyncerMemory(probePort);
+      idle = await readSyncerMemory(system, probePort);
     },
     afterPhases: async (system, keys, syncerMetrics, producer) => {
       const idleReading = idle;

@@ -243,7 +243,11 @@ interface ChildProcess {
   stat: string[];
 }
 
-/** The bench's child processes, from /proc on Linux; none elsewhere. */
+/**
+ * The bench's child processes, from /proc on Linux; none elsewhere. A service is named by its app
+ * (`slice-syncer`) whether it runs from its sources (tsx) or compiled (dist/main.js), as the
+ * images run it.
+ */
 async function childProcesses(): Promise<ChildProcess[]> {
   let pids: string[] = [];
   try {
@@ -285,6 +289,14 @@ export async function cpuSeconds(): Promise<Record<string, number>> {
   return totals;
 }
 
+/** A process's resident set (VmRSS from /proc/<pid>/status), bytes. */
+export async function vmRssBytes(pid: number | string): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+  if (match?.[1] === undefined) throw new Error(`/proc/${pid}/status has no VmRSS`);
+  return Number(match[1]) * 1024;
+}
+
 /**
  * Resident set (VmRSS) of this process (`bench`) and of each service it started, bytes, named
  * as by {@link cpuSeconds} (replicas summed).
@@ -293,9 +305,7 @@ export async function rssBytes(): Promise<Record<string, number>> {
   const totals: Record<string, number> = { bench: process.memoryUsage.rss() };
   for (const child of await childProcesses()) {
     try {
-      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
-      const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0);
-      totals[child.name] = (totals[child.name] ?? 0) + kib * 1024;
+      totals[child.name] = (totals[child.name] ?? 0) + (await vmRssBytes(child.pid));
     } catch {
       // Gone meanwhile.
     }

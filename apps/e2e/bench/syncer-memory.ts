@@ -4,12 +4,11 @@
  * (its caches hold them all, it has synced nothing yet), per 1,000 slices. Resident set from
  * /proc/<pid>/status (VmRSS), heap used from the syncer's /metrics.
  */
-import { readFile, readdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readMetric } from '@slicekeeper/testing';
 import type { System } from '../src/harness';
 import { round } from './stats';
-import { apiCalls, callsSince } from './support';
+import { apiCalls, callsSince, vmRssBytes } from './support';
 import type { ApiCalls } from './support';
 
 /** A process's memory: the least of a few readings a second apart. */
@@ -42,40 +41,15 @@ const SETTLE_MS = 2000;
 const READINGS = 5;
 
 /**
- * The pid of this process's child running the slice-syncer with `PROBE_PORT=<probePort>` (the
- * harness keeps its processes to itself: found through /proc, as `cpuSeconds` finds them).
- */
-export async function syncerPid(probePort: number): Promise<number> {
-  for (const pid of (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== process.pid) continue;
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      // From its sources (tsx) or compiled (dist/main.js), as the images run it.
-      if (!/apps\/slice-syncer\/(src\/main\.ts|dist\/main\.js)/.test(cmdline)) continue;
-      const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-      if (environ.includes(`PROBE_PORT=${probePort}`)) return Number(pid);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  throw new Error(`no slice-syncer child with PROBE_PORT=${probePort}`);
-}
-
-async function vmRssBytes(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
-  if (match?.[1] === undefined) throw new Error(`/proc/${pid}/status has no VmRSS`);
-  return Number(match[1]) * 1024;
-}
-
-/**
  * The syncer's memory after `SETTLE_MS`: the least of `READINGS` readings a second apart (heap
  * used includes garbage until a collection runs).
  */
-export async function readSyncerMemory(probePort: number): Promise<MemoryReading> {
-  const pid = await syncerPid(probePort);
+export async function readSyncerMemory(system: System, probePort: number): Promise<MemoryReading> {
+  const [syncer, ...others] = system.syncers;
+  const pid = syncer === undefined ? undefined : system.servicePid(syncer);
+  if (pid === undefined || others.length !== 0) {
+    throw new Error('syncer memory: one running syncer replica expected');
+  }
   const metricsUrl = `http://127.0.0.1:${probePort}/metrics`;
   await sleep(SETTLE_MS);
   const readings: MemoryReading[] = [];
@@ -108,14 +82,14 @@ export async function measureLoadedSyncer(options: {
     throw new Error('syncer memory: one syncer replica expected');
   }
   const slices = (await system.emulator.slices()).length;
-  const afterPhases = await readSyncerMemory(probePort);
+  const afterPhases = await readSyncerMemory(system, probePort);
   await system.stopService(syncer);
   const before = await apiCalls(system.emulator);
   const started = Date.now();
   // Ready (its `started` line) only once both first lists are in.
   await system.startService(syncer);
   const secondsToReady = (Date.now() - started) / 1000;
-  const loaded = await readSyncerMemory(probePort);
+  const loaded = await readSyncerMemory(system, probePort);
   const startApi = callsSince(before, await apiCalls(system.emulator));
   const per1000 = (bytes: number): number => Math.round((bytes / slices) * 1000);
   return {

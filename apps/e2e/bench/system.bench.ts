@@ -276,9 +276,9 @@ async function syncRun(
     concurrency: CONCURRENCY,
     syncerEnv: { PROBE_PORT: String(probePort), ...PROFILING },
     apiEnv: PROFILING,
-    beforeNodes: async () => {
+    beforeNodes: async (system) => {
       progress(`${label}: syncer memory, idle in an empty cluster…`);
-      idle = await readSyncerMemory(probePort);
+      idle = await readSyncerMemory(system, probePort);
     },
     afterPhases: async (system, keys, syncerMetrics) => {
       progress(`${label}: external-delete repair, ${DELETES} slices one at a time…`);

@@ -10,7 +10,7 @@ import { loadConfig } from './config';
 import { loadInventoryFile, watchInventoryFile } from './inventory-file';
 import { profileInventoryFile } from './profiles';
 import { publishInventory } from './publish-inventory';
-import { RegistrationClient, RegistrationError } from '@slicekeeper/registration-client';
+import { RegistrationClient } from '@slicekeeper/registration-client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -97,21 +97,7 @@ async function main(): Promise<void> {
 
   if (registration !== undefined) {
     // Like a kubelet plugin, keep trying while the API is not up yet; give up on a refusal.
-    const deadline = Date.now() + config.REGISTRATION_TIMEOUT;
-    for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
-      try {
-        await registration.register(plugin);
-        break;
-      } catch (error) {
-        if (
-          !(error instanceof RegistrationError && error.retryable) ||
-          Date.now() + delay > deadline
-        ) {
-          throw error;
-        }
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+    await registration.registerRetrying(plugin, config.REGISTRATION_TIMEOUT);
     logger.info(plugin, 'registered');
   }
   if (config.FAULT === 'exit') {

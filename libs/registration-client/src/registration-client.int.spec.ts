@@ -151,6 +151,72 @@ describe('RegistrationClient', () => {
     ).rejects.toMatchObject({ retryable: true, status: undefined, message: /ECONNREFUSED/ });
   });
 
+  describe('registering while the API is not ready', () => {
+    const UNAVAILABLE = {
+      status: 503,
+      body: { code: 'RedisUnavailable', message: 'Redis is down' },
+    };
+
+    /** A server answering `first`, then each of `then` in turn, then the last one again. */
+    async function apiAnswering(
+      first: { status: number; body: unknown },
+      ...then: { status: number; body: unknown }[]
+    ) {
+      const asked: Seen[] = [];
+      let answer = first;
+      const api = createServer(
+        handler(asked, () => {
+          const current = answer;
+          answer = then.shift() ?? answer;
+          return current;
+        }),
+      );
+      const client = new RegistrationClient({ baseUrl: `http://127.0.0.1:${await listen(api)}` });
+      return { asked, client, close: () => new Promise((resolve) => api.close(resolve)) };
+    }
+
+    it('tries a 503 again until the API registers the plugin', async () => {
+      const api = await apiAnswering(UNAVAILABLE, UNAVAILABLE, { status: 201, body: REGISTRATION });
+      try {
+        await expect(
+          api.client.registerRetrying(
+            { node: 'node-a', endpoint: 'unix:///run/p/gpu.sock' },
+            10_000,
+          ),
+        ).resolves.toMatchObject({ driver: 'gpu.example.com', sequence: 1 });
+        expect(api.asked).toHaveLength(3);
+      } finally {
+        await api.close();
+      }
+    });
+
+    it('gives up at once on a refusal, and after the time given on a 503', async () => {
+      const refused = await apiAnswering({
+        status: 403,
+        body: { code: 'Forbidden', message: 'token is for node-b' },
+      });
+      const unavailable = await apiAnswering(UNAVAILABLE);
+      try {
+        await expect(
+          refused.client.registerRetrying(
+            { node: 'node-a', endpoint: 'unix:///run/p/gpu.sock' },
+            10_000,
+          ),
+        ).rejects.toMatchObject({ retryable: false, status: 403 });
+        expect(refused.asked).toHaveLength(1);
+        await expect(
+          unavailable.client.registerRetrying(
+            { node: 'node-a', endpoint: 'unix:///run/p/gpu.sock' },
+            0,
+          ),
+        ).rejects.toMatchObject({ retryable: true, status: 503, message: /Redis is down/ });
+        expect(unavailable.asked).toHaveLength(1);
+      } finally {
+        await Promise.all([refused.close(), unavailable.close()]);
+      }
+    });
+  });
+
   describe('over HTTPS', () => {
     let https: Server;
     let httpsUrl: string;

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import type { IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pluginPath, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
@@ -130,6 +131,28 @@ export class RegistrationClient {
       );
     }
     return parsed.data;
+  }
+
+  /**
+   * Registers the plugin as kubelet's registrar does for a plugin whose API is not up yet: a
+   * retryable failure (no answer, 5xx, 429) is tried again with backoff (250 ms doubling to 2 s)
+   * until `timeoutMs` has passed; a refusal (4xx) or the last failure is thrown.
+   */
+  async registerRetrying(plugin: RegisterRequest, timeoutMs: number): Promise<Registration> {
+    const deadline = Date.now() + timeoutMs;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        return await this.register(plugin);
+      } catch (error) {
+        if (
+          !(error instanceof RegistrationError && error.retryable) ||
+          Date.now() + delay > deadline
+        ) {
+          throw error;
+        }
+        await sleep(delay);
+      }
+    }
   }
 
   /**

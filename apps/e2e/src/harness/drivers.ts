@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { DriverInventory } from '@slicekeeper/contracts';
 import { DriverServer } from '@slicekeeper/driver-kit';
 import type { LogEntry, SupervisedProcess } from '@slicekeeper/local-stack';
+import { RegistrationClient } from '@slicekeeper/registration-client';
 
 interface DriverOptions {
   node: string;
@@ -14,30 +14,23 @@ interface DriverOptions {
   token: string;
 }
 
-/** How long a registration answered 503 (Redis unavailable) is tried again, ms. */
+/** How long a registration that failed retryably (e.g. a Redis Cluster client still connecting: 503) is tried again, ms. */
 const REGISTER_RETRY_MS = 10_000;
 
 /**
- * POST /v1/plugins with the node's token, as the example driver and kubelet's registrar do; a
- * 503 (Redis unavailable, e.g. a Redis Cluster client still connecting) is retryable, and is tried
- * again as a driver's registration client would.
+ * POST /v1/plugins with the node's token through the drivers' registration client, retrying as
+ * the example driver and kubelet's registrar do.
  */
 async function register(options: DriverOptions, endpoint: string): Promise<void> {
-  const deadline = Date.now() + REGISTER_RETRY_MS;
-  for (;;) {
-    const response = await fetch(new URL('/v1/plugins', options.apiUrl), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ node: options.node, driver: options.driver, endpoint }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (response.status === 201 || response.status === 200) return;
-    const body = await response.text();
-    if (response.status !== 503 || Date.now() >= deadline) {
-      throw new Error(`registering ${options.node}/${options.driver}: ${response.status} ${body}`);
-    }
-    await sleep(200);
-  }
+  const client = new RegistrationClient({
+    baseUrl: options.apiUrl,
+    token: options.token,
+    timeoutMs: 10_000,
+  });
+  await client.registerRetrying(
+    { node: options.node, driver: options.driver, endpoint },
+    REGISTER_RETRY_MS,
+  );
 }
 
 /**
