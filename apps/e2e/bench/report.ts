@@ -561,25 +561,34 @@ function cpuTable(results: BenchResults): string {
 export function syncerMemoryTable(m: SyncerMemoryResult): string {
   return [
     table(
-      ['syncer', 'slices / Nodes cached', 'RSS', 'heap used'],
+      ['syncer', 'slices / Nodes cached', 'RSS', 'of it file-backed', 'heap used'],
       [
-        ['fresh, empty cluster (idle)', '0 / 0', mib(m.idle.rssBytes), mib(m.idle.heapUsedBytes)],
+        [
+          'fresh, empty cluster (idle)',
+          '0 / 0',
+          mib(m.idle.rssBytes),
+          mib(m.idle.rssFileBytes),
+          mib(m.idle.heapUsedBytes),
+        ],
         [
           `fresh, after a restart (ready in ${m.secondsToReady} s)`,
           `${m.slices} / ${m.nodes}`,
           mib(m.loaded.rssBytes),
+          mib(m.loaded.rssFileBytes),
           mib(m.loaded.heapUsedBytes),
         ],
         [
           'the one that ran every phase, before that restart',
           `${m.slices} / ${m.nodes}`,
           mib(m.afterPhases.rssBytes),
+          mib(m.afterPhases.rssFileBytes),
           mib(m.afterPhases.heapUsedBytes),
         ],
         [
           '**per 1,000 slices** (fresh, cached − idle)',
           `1000 / ${round((m.nodes / m.slices) * 1000, 0)}`,
           kib(m.rssBytesPer1000Slices),
+          '',
           kib(m.heapUsedBytesPer1000Slices),
         ],
       ],

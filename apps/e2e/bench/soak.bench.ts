@@ -23,7 +23,9 @@
  * At the end the churn stops and every key must be `synced` with its last inventory. Samples,
  * events and verdicts go to bench/results/<date>-soak.json, one SVG chart per series beside it
  * (bench/results/<date>-soak-<series>.svg), verdicts to stdout. SOAK_MINUTES (60) shortens the
- * run; SOAK_WARMUP_MINUTES (10) is the part not judged.
+ * run; SOAK_WARMUP_MINUTES (10) is the part not judged. SOAK_SERVICE_ENV adds settings to every
+ * service (`NAME=value`, space-separated, e.g. `MALLOC_ARENA_MAX=2`), to try a runtime or
+ * allocator setting against the same churn.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -60,6 +62,20 @@ const RATE = positiveNumber('SOAK_RATE', 50);
 const RESTART_MINUTES = positiveNumber('SOAK_RESTART_MINUTES', 10);
 const SAMPLE_SECONDS = positiveNumber('SOAK_SAMPLE_SECONDS', 10);
 const WARMUP_MINUTES = positiveNumber('SOAK_WARMUP_MINUTES', 10);
+/** `NAME=value NAME=value`: settings added to every service's environment. */
+function serviceEnv(raw: string | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of (raw ?? '').split(/\s+/).filter((part) => part !== '')) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(pair);
+    if (match?.[1] === undefined || match[2] === undefined) {
+      throw new Error(`SOAK_SERVICE_ENV: "${pair}" is not NAME=value`);
+    }
+    env[match[1]] = match[2];
+  }
+  return env;
+}
+
+const SERVICE_ENV = serviceEnv(process.env.SOAK_SERVICE_ENV);
 const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
 /** The processes the RSS and event-loop goals judge: slicekeeper's own. */
 const JUDGED = ['registration-api', 'plugin-watcher', 'slice-syncer-1', 'slice-syncer-2'];
@@ -91,6 +107,8 @@ interface SoakResults {
   /** The services ran compiled, as the images run them, under these memory limits (or none, and why). */
   limits: PodLimits;
   settings: Record<string, number>;
+  /** SOAK_SERVICE_ENV: settings added to every service. */
+  serviceEnv: Record<string, string>;
   goals: SoakGoals;
   events: SoakEvent[];
   samples: SoakSample[];
@@ -268,6 +286,7 @@ async function soak(
       warmupMinutes: WARMUP_MINUTES,
       syncerReplicas: 2,
     },
+    serviceEnv: SERVICE_ENV,
     goals,
     events,
     samples,
@@ -368,6 +387,7 @@ async function main(): Promise<void> {
         nodes,
         syncerReplicas: 2,
         redisAppendOnly: true,
+        commonEnv: SERVICE_ENV,
         watcherEnv: { PROBE_PORT: String(watcherPort) },
         production,
         memoryCgroups: pods.cgroups,
@@ -391,6 +411,13 @@ async function main(): Promise<void> {
           .map(([name, bytes]) => `${name} ${round(bytes / 1024 / 1024, 0)} MiB`)
           .join(', ')}`
       : `services compiled, WITHOUT memory limits (${results.limits.unconstrained})`,
+    ...(Object.keys(results.serviceEnv).length === 0
+      ? []
+      : [
+          `every service with ${Object.entries(results.serviceEnv)
+            .map(([name, value]) => `${name}=${value}`)
+            .join(' ')}`,
+        ]),
     '',
     '| goal | actual | verdict |',
     '| --- | --- | --- |',

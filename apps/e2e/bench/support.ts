@@ -289,12 +289,21 @@ export async function cpuSeconds(): Promise<Record<string, number>> {
   return totals;
 }
 
-/** A process's resident set (VmRSS from /proc/<pid>/status), bytes. */
-export async function vmRssBytes(pid: number | string): Promise<number> {
+/**
+ * A process's resident set from /proc/<pid>/status, bytes: all of it (VmRSS) and its file-backed
+ * part (RssFile: mapped files such as the node binary, clean pages that other processes mapping
+ * the same file share and that the kernel drops under memory pressure).
+ */
+export async function residentSet(
+  pid: number | string,
+): Promise<{ rssBytes: number; rssFileBytes: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
-  if (match?.[1] === undefined) throw new Error(`/proc/${pid}/status has no VmRSS`);
-  return Number(match[1]) * 1024;
+  const kib = (field: string): number => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (match?.[1] === undefined) throw new Error(`/proc/${pid}/status has no ${field}`);
+    return Number(match[1]) * 1024;
+  };
+  return { rssBytes: kib('VmRSS'), rssFileBytes: kib('RssFile') };
 }
 
 /**
@@ -305,7 +314,7 @@ export async function rssBytes(): Promise<Record<string, number>> {
   const totals: Record<string, number> = { bench: process.memoryUsage.rss() };
   for (const child of await childProcesses()) {
     try {
-      totals[child.name] = (totals[child.name] ?? 0) + (await vmRssBytes(child.pid));
+      totals[child.name] = (totals[child.name] ?? 0) + (await residentSet(child.pid)).rssBytes;
     } catch {
       // Gone meanwhile.
     }

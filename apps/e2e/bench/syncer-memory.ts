@@ -2,18 +2,21 @@
  * What the slice-syncer's watch-fed caches cost in memory: a freshly started syncer in an empty
  * cluster (idle) against one freshly started once the cluster holds the bench's slices and Nodes
  * (its caches hold them all, it has synced nothing yet), per 1,000 slices. Resident set from
- * /proc/<pid>/status (VmRSS), heap used from the syncer's /metrics.
+ * /proc/<pid>/status (VmRSS, and RssFile for its file-backed part), heap used from the syncer's
+ * /metrics.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readMetric } from '@slicekeeper/testing';
 import type { System } from '../src/harness';
 import { round } from './stats';
-import { apiCalls, callsSince, vmRssBytes } from './support';
+import { apiCalls, callsSince, residentSet } from './support';
 import type { ApiCalls } from './support';
 
 /** A process's memory: the least of a few readings a second apart. */
 export interface MemoryReading {
   rssBytes: number;
+  /** The file-backed part of `rssBytes` (the node binary's and other mapped files' pages). */
+  rssFileBytes: number;
   heapUsedBytes: number;
 }
 
@@ -56,12 +59,13 @@ export async function readSyncerMemory(system: System, probePort: number): Promi
   for (let i = 0; i < READINGS; i++) {
     if (i > 0) await sleep(1000);
     readings.push({
-      rssBytes: await vmRssBytes(pid),
+      ...(await residentSet(pid)),
       heapUsedBytes: await readMetric(metricsUrl, 'nodejs_heap_size_used_bytes'),
     });
   }
   return {
     rssBytes: Math.min(...readings.map((r) => r.rssBytes)),
+    rssFileBytes: Math.min(...readings.map((r) => r.rssFileBytes)),
     heapUsedBytes: Math.min(...readings.map((r) => r.heapUsedBytes)),
   };
 }
