@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readMetric } from '@slicekeeper/testing';
-import type { System } from '../src/harness';
+import type { ServiceName, System } from '../src/harness';
 import { round } from './stats';
 import { apiCalls, callsSince, residentSet } from './support';
 import type { ApiCalls } from './support';
@@ -43,16 +43,22 @@ export interface SyncerMemoryResult {
 const SETTLE_MS = 2000;
 const READINGS = 5;
 
+/** The system's one syncer replica (the memory readings are of a single process). */
+function onlySyncer(system: System): ServiceName {
+  const [syncer, ...others] = system.syncers;
+  if (syncer === undefined || others.length !== 0) {
+    throw new Error('syncer memory: one syncer replica expected');
+  }
+  return syncer;
+}
+
 /**
  * The syncer's memory after `SETTLE_MS`: the least of `READINGS` readings a second apart (heap
  * used includes garbage until a collection runs).
  */
 export async function readSyncerMemory(system: System, probePort: number): Promise<MemoryReading> {
-  const [syncer, ...others] = system.syncers;
-  const pid = syncer === undefined ? undefined : system.servicePid(syncer);
-  if (pid === undefined || others.length !== 0) {
-    throw new Error('syncer memory: one running syncer replica expected');
-  }
+  const pid = system.servicePid(onlySyncer(system));
+  if (pid === undefined) throw new Error('syncer memory: the syncer is not running');
   const metricsUrl = `http://127.0.0.1:${probePort}/metrics`;
   await sleep(SETTLE_MS);
   const readings: MemoryReading[] = [];
@@ -81,10 +87,7 @@ export async function measureLoadedSyncer(options: {
   nodes: number;
 }): Promise<SyncerMemoryResult> {
   const { system, probePort, idle } = options;
-  const [syncer] = system.syncers;
-  if (syncer === undefined || system.syncers.length !== 1) {
-    throw new Error('syncer memory: one syncer replica expected');
-  }
+  const syncer = onlySyncer(system);
   const slices = (await system.emulator.slices()).length;
   const afterPhases = await readSyncerMemory(system, probePort);
   await system.stopService(syncer);

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pluginPath, registrationSchema } from '@slicekeeper/contracts';
 import type { Registration, SliceKey } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
+import { backoffDelayMs } from '@slicekeeper/time';
 
 export interface RegistrationClientOptions {
   /** Base URL of the registration API, e.g. `https://registration-api.slicekeeper:8443`. */
@@ -99,6 +100,9 @@ const CERTIFICATE_ERRORS: ReadonlySet<string> = new Set([
   'INVALID_CA',
 ]);
 
+/** Retries of a registration while the API is not up yet. */
+const REGISTER_BACKOFF = { initialMs: 250, maxMs: 2000 };
+
 /** Largest answer read, bytes: a registration is a few hundred; the bound keeps a bad peer out. */
 const MAX_ANSWER_BYTES = 256 * 1024;
 
@@ -135,15 +139,17 @@ export class RegistrationClient {
 
   /**
    * Registers the plugin as kubelet's registrar does for a plugin whose API is not up yet: a
-   * retryable failure (no answer, 5xx, 429) is tried again with backoff (250 ms doubling to 2 s)
-   * until `timeoutMs` has passed; a refusal (4xx) or the last failure is thrown.
+   * retryable failure (no answer, 5xx, 429) is tried again with backoff (250 ms doubling to 2 s,
+   * less up to 20 % at random so that a node's drivers do not retry in lockstep) until `timeoutMs`
+   * has passed; a refusal (4xx) or the last failure is thrown.
    */
   async registerRetrying(plugin: RegisterRequest, timeoutMs: number): Promise<Registration> {
     const deadline = Date.now() + timeoutMs;
-    for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
+    for (let attempt = 1; ; attempt++) {
       try {
         return await this.register(plugin);
       } catch (error) {
+        const delay = backoffDelayMs(attempt, REGISTER_BACKOFF);
         if (
           !(error instanceof RegistrationError && error.retryable) ||
           Date.now() + delay > deadline
