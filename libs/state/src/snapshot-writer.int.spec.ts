@@ -1,4 +1,5 @@
-import { inventorySnapshotSchema } from '@slicekeeper/contracts';
+import { inventorySnapshotSchema, streamStateSchema } from '@slicekeeper/contracts';
+import type { StreamState } from '@slicekeeper/contracts';
 import { uniquePrefix, useRedisServer } from '@slicekeeper/testing';
 import { RegistrationStore } from './registration-store';
 import { SnapshotWriter } from './snapshot-writer';
@@ -45,6 +46,11 @@ describe('SnapshotWriter', () => {
     return raw === null ? undefined : inventorySnapshotSchema.parse(JSON.parse(raw));
   }
 
+  async function streamState() {
+    const raw = await db.redis.get(redisKeys(prefix).streamState(KEY));
+    return raw === null ? undefined : streamStateSchema.parse(JSON.parse(raw));
+  }
+
   it('stores a snapshot the syncer can read, with generation, time and endpoint', async () => {
     expect(await writer.store(KEY, 'unix:///run/gpu.sock', gpus(8), at)).toMatchObject({
       kind: 'stored',
@@ -77,6 +83,23 @@ describe('SnapshotWriter', () => {
     expect(await writer.withdraw(KEY)).toEqual({ kind: 'absent' });
     expect(await stored()).toBeUndefined();
     expect(await writer.store(KEY, 'a:1', gpus(2), at)).toMatchObject({ generation: 2 });
+  });
+
+  it('records the stream state that explains a withdrawal in the same step', async () => {
+    await writer.store(KEY, 'a:1', gpus(2), at);
+    const streaming: StreamState = {
+      state: 'streaming',
+      endpoint: 'a:1',
+      since: at.toISOString(),
+      reconnects: 0,
+    };
+    await writer.writeState(KEY, streaming);
+    const wiped: StreamState = { ...streaming, state: 'wiped' };
+    expect(await writer.withdraw(KEY, wiped)).toEqual({ kind: 'withdrawn' });
+    expect(await stored()).toBeUndefined();
+    expect(await streamState()).toEqual(wiped);
+    await writer.withdraw(KEY);
+    expect(await streamState()).toEqual(wiped);
   });
 
   it('writes nothing while another replica holds the lease when fenced by an owner', async () => {

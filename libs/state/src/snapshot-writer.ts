@@ -112,8 +112,16 @@ return generation`,
   6,
 );
 
-/* KEYS: lease, snapshot. ARGV: owner. Keeps the generation counter, so generations keep rising. */
-const WITHDRAW = new LuaScript(`${FENCE}\nreturn redis.call('DEL', KEYS[2])`, 2);
+/*
+ * KEYS: lease, snapshot, stream state. ARGV: owner, state JSON ('' = leave it). Keeps the
+ * generation counter, so generations keep rising.
+ */
+const WITHDRAW = new LuaScript(
+  `${FENCE}
+if ARGV[2] ~= '' then redis.call('SET', KEYS[3], ARGV[2]) end
+return redis.call('DEL', KEYS[2])`,
+  3,
+);
 
 /* KEYS: lease, stream state. ARGV: owner, state JSON. */
 const SET_STATE = new LuaScript(`${FENCE}\nredis.call('SET', KEYS[2], ARGV[2])\nreturn 1`, 2);
@@ -256,13 +264,17 @@ export class SnapshotWriter {
     return { kind: 'stored', generation: result, bytes };
   }
 
-  /** Deletes the key's snapshot, so that the syncer withdraws its slices. */
-  async withdraw(key: SliceKey): Promise<WithdrawResult> {
+  /**
+   * Deletes the key's snapshot, so that the syncer withdraws its slices; with `state`, records
+   * the stream state that explains why in the same step: a sync that sees the snapshot gone
+   * sees why it went (a wipe is a Warning Event, a driver with no devices is not).
+   */
+  async withdraw(key: SliceKey, state?: StreamState): Promise<WithdrawResult> {
     const result = Number(
       await WITHDRAW.run(
         this.redis,
-        [this.keys.watcherLease(key), this.keys.snapshot(key)],
-        [this.owner],
+        [this.keys.watcherLease(key), this.keys.snapshot(key), this.keys.streamState(key)],
+        [this.owner, state === undefined ? '' : JSON.stringify(state)],
       ),
     );
     if (result < 0) return { kind: 'not-owner' };

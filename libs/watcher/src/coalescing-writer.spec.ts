@@ -18,7 +18,7 @@ class ScriptedRedis {
   readonly calls: string[] = [];
   /** The next store answers, in order; `stored` with the next generation once used up. */
   readonly storeResults: (StoreResult | Error)[] = [];
-  withdrawResult: WithdrawResult = { kind: 'withdrawn' };
+  withdrawResult: WithdrawResult | Error = { kind: 'withdrawn' };
   /** While set, writes wait for it. */
   gate: Promise<void> | undefined;
   private generation = 0;
@@ -40,9 +40,10 @@ class ScriptedRedis {
       await this.gate;
       return { kind: 'stored', generation: ++this.generation, bytes: 1 };
     },
-    withdraw: async () => {
-      this.calls.push('withdraw');
+    withdraw: async (_key: SliceKey, state?: StreamState) => {
+      this.calls.push(state === undefined ? 'withdraw' : `withdraw with state ${state.state}`);
       await this.gate;
+      if (this.withdrawResult instanceof Error) throw this.withdrawResult;
       return this.withdrawResult;
     },
     writeState: async (_key: SliceKey, state: StreamState) => {
@@ -144,6 +145,33 @@ describe('CoalescingWriter', () => {
     await flushPromises();
     expect(redis.calls).toEqual(calls);
     expect(notOwner).toBe(lettingGo);
+  });
+
+  it('writes the state that explains a withdrawal with it, before the sync it owes', async () => {
+    // A sync that sees the snapshot gone must see why (wiped: a Warning Event), not the state
+    // before it.
+    writer.submit({
+      snapshot: { kind: 'withdraw' },
+      state: { value: state('wiped'), changed: true },
+    });
+    await flushPromises();
+    expect(redis.calls).toEqual(['withdraw with state wiped', 'sync stream-lost']);
+  });
+
+  it('retries a failed withdrawal with its state', async () => {
+    redis.withdrawResult = new Error('connection lost');
+    writer.submit({
+      snapshot: { kind: 'withdraw' },
+      state: { value: state('wiped'), changed: true },
+    });
+    await flushPromises();
+    redis.withdrawResult = { kind: 'withdrawn' };
+    await clock.advance(1000);
+    expect(redis.calls).toEqual([
+      'withdraw with state wiped',
+      'withdraw with state wiped',
+      'sync stream-lost',
+    ]);
   });
 
   it('asks for a sync that reads the stream state only once the state is written', async () => {

@@ -2,7 +2,7 @@ import { MAX_SNAPSHOT_TRACE_LINKS, syncPriority } from '@slicekeeper/contracts';
 import type { DriverInventory, SliceKey, StreamState, SyncReason } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
-import type { SnapshotWriter, StoreResult } from '@slicekeeper/state';
+import type { SnapshotWriter, StoreResult, WithdrawResult } from '@slicekeeper/state';
 import {
   ATTR_DB_OPERATION_NAME,
   ATTR_DB_SYSTEM_NAME,
@@ -233,7 +233,16 @@ export class CoalescingWriter {
   private async apply(write: SnapshotWrite, received: readonly SpanContext[]): Promise<void> {
     const { key, writer, metrics, logger, tracing } = this.options;
     if (write.kind === 'withdraw') {
-      const result = await writer.withdraw(key);
+      // The state that explains the withdrawal (wiped, unimplemented) goes with it, in one step.
+      const state = this.stateDirty ? this.state : undefined;
+      this.stateDirty = false;
+      let result: WithdrawResult;
+      try {
+        result = await writer.withdraw(key, state);
+      } catch (error) {
+        if (state !== undefined) this.stateDirty = true;
+        throw error;
+      }
       if (result.kind === 'withdrawn') {
         metrics?.snapshots.inc({ result: 'withdrawn' });
         logger.info('snapshot withdrawn');

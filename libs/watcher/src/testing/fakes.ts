@@ -156,8 +156,9 @@ export class MemoryWriter
     return json === undefined ? undefined : (JSON.parse(json) as { rejected?: string }).rejected;
   }
 
-  async withdraw(key: SliceKey): Promise<WithdrawResult> {
+  async withdraw(key: SliceKey, state?: StreamState): Promise<WithdrawResult> {
     await roundTrip();
+    if (state !== undefined) this.states.set(keyId(key), state);
     return this.snapshots.delete(keyId(key)) ? { kind: 'withdrawn' } : { kind: 'absent' };
   }
 
