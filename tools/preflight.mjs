@@ -72,6 +72,20 @@ function unimportable(modules) {
 }
 
 /**
+ * Whether Node starts with `library` preloaded and the dynamic loader silent (a library it cannot
+ * find is skipped with one line on stderr).
+ *
+ * @param {string} library
+ */
+function preloads(library) {
+  const result = spawnSync(process.execPath, ['-e', ''], {
+    env: { PATH: process.env.PATH ?? '', LD_PRELOAD: library },
+    encoding: 'utf8',
+  });
+  return result.status === 0 && result.stderr.trim() === '';
+}
+
+/**
  * @param {import('../libs/deploy/src/preflight-plan.mjs').Requirement[]} requirements
  * @returns {import('../libs/deploy/src/preflight-plan.mjs').Requirement[]}
  */
@@ -79,9 +93,11 @@ function missingOf(requirements) {
   const failedModules = unimportable(
     requirements.flatMap(({ probe }) => ('pythonModule' in probe ? [probe.pythonModule] : [])),
   );
-  return requirements.filter(({ probe }) =>
-    'executable' in probe ? !found(probe.executable) : failedModules.includes(probe.pythonModule),
-  );
+  return requirements.filter(({ probe }) => {
+    if ('executable' in probe) return !found(probe.executable);
+    if ('preload' in probe) return !preloads(probe.preload);
+    return failedModules.includes(probe.pythonModule);
+  });
 }
 
 const requirements = requirementsFor(purpose, {

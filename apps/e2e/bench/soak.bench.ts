@@ -15,7 +15,7 @@
  *   used_memory and key count, BullMQ's counts per queue, plugins not `synced`, the load
  *   average; one progress line each.
  *
- * The services run as their images run them (compiled, `NODE_ENV=production`, production
+ * The services run as their images run them (compiled, the images' `ENV`, production
  * dependencies only), each in a memory cgroup with its pod's limit from its manifest: Node sizes
  * V8's heap from that limit, and without it an unconstrained heap grows for want of a reason to
  * collect, which reads as a slope that no pod shows.

@@ -9,17 +9,22 @@ import type { ExampleDriverProcess, ResourceSlice } from './harness';
 const run = promisify(execFile);
 const GPU = 'gpu.example.com';
 
-/** How a running process was started: its command line, working directory and NODE_ENV. */
+/**
+ * How a running process was started: its command line, working directory, NODE_ENV, and whether
+ * jemalloc is mapped into it (the images preload it).
+ */
 async function launched(pid: number | undefined): Promise<{
   argv: string[];
   cwd: string;
   nodeEnv: string | undefined;
+  jemalloc: boolean;
 }> {
   if (pid === undefined) throw new Error('the process is not running');
   const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
   const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
   const nodeEnv = environ.find((v) => v.startsWith('NODE_ENV='))?.slice('NODE_ENV='.length);
-  return { argv, cwd: await readlink(`/proc/${pid}/cwd`), nodeEnv };
+  const jemalloc = (await readFile(`/proc/${pid}/maps`, 'utf8')).includes('/libjemalloc.so');
+  return { argv, cwd: await readlink(`/proc/${pid}/cwd`), nodeEnv, jemalloc };
 }
 
 /**
@@ -47,7 +52,7 @@ async function resolvesFrom(dir: string, names: readonly string[]): Promise<Map<
 
 /**
  * The scenarios `npm start` shows, against what the images run: the services and example drivers
- * compiled (`node apps/<app>/dist/main.js`, NODE_ENV=production) in a tree that holds only the
+ * compiled (`node apps/<app>/dist/main.js`, the images' ENV) in a tree that holds only the
  * production dependencies, with a real redis-server and the kube emulator, read back with kubectl.
  */
 describe('the compiled services (what the images run)', () => {
@@ -85,7 +90,7 @@ describe('the compiled services (what the images run)', () => {
     await tree?.close();
   });
 
-  it('runs every service and driver as `node apps/<app>/dist/main.js` with NODE_ENV=production', async () => {
+  it('runs every service and driver as `node apps/<app>/dist/main.js` with NODE_ENV=production and jemalloc', async () => {
     const processes = [
       ['registration-api', system.servicePid('registration-api')],
       ['plugin-watcher', system.servicePid('plugin-watcher')],
@@ -98,6 +103,7 @@ describe('the compiled services (what the images run)', () => {
         argv: [process.execPath, `apps/${app}/dist/main.js`],
         cwd: productionTree().root,
         nodeEnv: 'production',
+        jemalloc: true,
       });
     }
   });

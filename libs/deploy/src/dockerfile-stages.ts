@@ -9,6 +9,8 @@ export interface DockerfileStage {
   cmd: readonly string[] | undefined;
   /** Every `RUN` command, continuation lines joined. */
   runs: readonly string[];
+  /** The variables its `ENV` lines set, with those of an earlier stage it is built on. */
+  env: Readonly<Record<string, string>>;
 }
 
 /** Splits a Dockerfile into stages (line continuations joined, comments dropped). */
@@ -37,6 +39,7 @@ export function dockerfileStages(text: string): DockerfileStage[] {
           user: parent?.user,
           cmd: parent?.cmd,
           runs: [],
+          env: parent?.env ?? {},
         });
         break;
       }
@@ -49,9 +52,30 @@ export function dockerfileStages(text: string): DockerfileStage[] {
       case 'RUN':
         if (current !== undefined) current.runs = [...current.runs, argument];
         break;
+      case 'ENV':
+        if (current !== undefined) current.env = { ...current.env, ...envPairs(argument) };
+        break;
       default:
         break;
     }
   }
   return stages;
+}
+
+/**
+ * The pairs of an `ENV` line, `NAME=value …` (the form this project writes: values without
+ * spaces or quotes). Anything else is refused, rather than read wrong.
+ */
+function envPairs(argument: string): Record<string, string> {
+  const pairs: Record<string, string> = {};
+  for (const pair of argument.split(/\s+/)) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=([^"'\s$]*)$/.exec(pair);
+    if (match === null) {
+      throw new Error(
+        `Dockerfile: ENV ${argument}: each pair must be NAME=value without quotes, spaces or $`,
+      );
+    }
+    pairs[match[1] ?? ''] = match[2] ?? '';
+  }
+  return pairs;
 }

@@ -5,9 +5,10 @@
 
 /**
  * How to tell that a requirement is met: an executable (an absolute path where the code that
- * uses it names one, else looked up on PATH), or a module that Debian's /usr/bin/python3 imports.
+ * uses it names one, else looked up on PATH), a module that Debian's /usr/bin/python3 imports, or
+ * a shared library that Node starts with as LD_PRELOAD names it (the images' jemalloc).
  *
- * @typedef {{ executable: string } | { pythonModule: string }} Probe
+ * @typedef {{ executable: string } | { pythonModule: string } | { preload: string }} Probe
  */
 
 /**
@@ -45,6 +46,8 @@ export const REQUIREMENTS = [
   },
   { package: 'python3-grpcio', probe: { pythonModule: 'grpc' }, neededBy: ['test'] },
   { package: 'python3-protobuf', probe: { pythonModule: 'google.protobuf' }, neededBy: ['test'] },
+  // The tests run the compiled services with the images' ENV, which preloads jemalloc.
+  { package: 'libjemalloc2', probe: { preload: 'libjemalloc.so.2' }, neededBy: ['test'] },
 ];
 
 /**
@@ -65,9 +68,9 @@ export function requirementsFor(purpose, { redisUrlSet }) {
 
 /** How a probe reads in a message: the path or command, or the Python module. */
 export function describeProbe(/** @type {Probe} */ probe) {
-  return 'executable' in probe
-    ? probe.executable
-    : `${DEBIAN_PYTHON} -c 'import ${probe.pythonModule}'`;
+  if ('executable' in probe) return probe.executable;
+  if ('preload' in probe) return `LD_PRELOAD=${probe.preload}`;
+  return `${DEBIAN_PYTHON} -c 'import ${probe.pythonModule}'`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { dockerfileStages } from './dockerfile-stages';
 import { DEBIAN_PYTHON, REQUIREMENTS, planPreflight, requirementsFor } from './preflight-plan.mjs';
 
 const repoRoot = join(__dirname, '../../..');
@@ -123,10 +124,23 @@ describe('the preflight of npm test and npm start', () => {
     expect(requirementsFor('test', { redisUrlSet: true })).toContain(requirement('redis-server'));
   });
 
+  it('installs every library the images preload: the tests run the services with their ENV', () => {
+    const dockerfile = readFileSync(join(repoRoot, 'docker/Dockerfile'), 'utf8');
+    const runtime = dockerfileStages(dockerfile).find((stage) => stage.name === 'runtime');
+    const preloaded = (runtime?.env['LD_PRELOAD'] ?? '').split(/[\s:]+/).filter((l) => l !== '');
+    expect(preloaded).toEqual(['libjemalloc.so.2']);
+    const probed = requirementsFor('test', { redisUrlSet: false }).flatMap(({ probe }) =>
+      'preload' in probe ? [probe.preload] : [],
+    );
+    expect(probed).toEqual(preloaded);
+    // The image installs the same package the preflight installs here.
+    expect(runtime?.runs.some((run) => run.includes('libjemalloc2'))).toBe(true);
+  });
+
   it('checks every Debian tool that the code names by its path', () => {
     const probed = new Set(
       requirementsFor('test', { redisUrlSet: false }).flatMap(({ probe }) =>
-        'executable' in probe ? [probe.executable] : [DEBIAN_PYTHON],
+        'executable' in probe ? [probe.executable] : 'pythonModule' in probe ? [DEBIAN_PYTHON] : [],
       ),
     );
     const named = new Set<string>();

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, realpath, rm, symlink } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, readdir, realpath, rm, symlink } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { dockerfileStages } from '@slicekeeper/deploy';
 import { repoRoot } from '@slicekeeper/local-stack';
 
 const run = promisify(execFile);
@@ -21,6 +22,8 @@ export class ProductionTree {
     readonly root: string,
     /** The names of the packages in the tree's node_modules (the production dependencies). */
     readonly packages: ReadonlySet<string>,
+    /** The variables the images set (the runtime stage's `ENV`): NODE_ENV, LD_PRELOAD, … */
+    readonly env: Readonly<Record<string, string>>,
   ) {}
 
   /**
@@ -28,6 +31,7 @@ export class ProductionTree {
    * and lays out the tree; `progress` tells what it is doing.
    */
   static async prepare(progress: (line: string) => void): Promise<ProductionTree> {
+    const env = await imageEnv();
     progress('building the services (npm run build:services: tsc -b, incremental)');
     await run('npm', ['run', '--silent', 'build:services'], {
       cwd: repoRoot,
@@ -58,7 +62,7 @@ export class ProductionTree {
         const name = await linkPackage(path, root);
         if (name !== undefined) packages.add(name);
       }
-      return new ProductionTree(root, packages);
+      return new ProductionTree(root, packages, env);
     } catch (error) {
       await rm(root, { recursive: true, force: true });
       throw error;
@@ -73,6 +77,28 @@ export class ProductionTree {
   async close(): Promise<void> {
     await rm(this.root, { recursive: true, force: true });
   }
+}
+
+/**
+ * The environment of the images' runtime stage (docker/Dockerfile), checked on this machine:
+ * Node must start under it without a word from the dynamic loader (a library LD_PRELOAD names
+ * that is not installed is otherwise skipped with one line on stderr, and the services would run
+ * unlike the images).
+ */
+async function imageEnv(): Promise<Record<string, string>> {
+  const dockerfile = await readFile(join(repoRoot, 'docker/Dockerfile'), 'utf8');
+  const runtime = dockerfileStages(dockerfile).find((stage) => stage.name === 'runtime');
+  if (runtime === undefined) throw new Error('docker/Dockerfile has no runtime stage');
+  const { stderr } = await run(process.execPath, ['-e', ''], {
+    env: { PATH: process.env.PATH ?? '', ...runtime.env },
+    timeout: 60_000,
+  });
+  if (stderr.trim() !== '') {
+    throw new Error(
+      `the images' environment (${JSON.stringify(runtime.env)}) does not work here: ${stderr.trim()} (npm test's preflight installs what the images install)`,
+    );
+  }
+  return runtime.env;
 }
 
 /** The workspaces (`apps/*`, `libs/*` with a package.json), relative to the repository. */

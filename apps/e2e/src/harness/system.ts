@@ -86,8 +86,9 @@ export interface SystemOptions {
   logLevel?: string;
   /**
    * Runs the services and the example drivers as the images do, from this tree of compiled
-   * output with production dependencies only (`node apps/<app>/dist/main.js`,
-   * `NODE_ENV=production`). The kube emulator, tooling, still runs from its sources.
+   * output with production dependencies only (`node apps/<app>/dist/main.js`, with the images'
+   * `ENV`: `NODE_ENV=production`, jemalloc). The kube emulator, tooling, still runs from its
+   * sources.
    * @defaultValue from the TypeScript sources, through tsx
    */
   production?: ProductionTree;
@@ -590,7 +591,7 @@ function spawnLogged(
     ...inCgroup(production === undefined ? appCommand(app) : production.command(app), cgroup),
     env: {
       ...inheritedEnv(process.env, INHERITED),
-      ...(production === undefined ? {} : { NODE_ENV: 'production' }),
+      ...production?.env,
       ...env,
     },
     // A Ctrl-C reaches the test or benchmark only, which then closes the System in order.
