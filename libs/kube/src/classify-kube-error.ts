@@ -116,7 +116,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-/** The parts of an `ApiException` (client-node) we read: duck-typed, so any copy of it works. */
+/** The parts of a `KubeApiError` (or client-node's `ApiException`) we read: duck-typed. */
 interface HttpFailure {
   status: number;
   body: unknown;

@@ -6,7 +6,7 @@ import type { BackoffOptions, Clock } from '@slicekeeper/time';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@slicekeeper/slices';
 import type { StoredResourceSlice } from '@slicekeeper/slices';
 import { KubeTransport } from './kube-transport';
-import type { KubeconfigSource } from './kube-transport';
+import type { KubeconfigSource } from './kubeconfig';
 import { observedConditionOf } from './node-condition-json';
 import type { ObservedCondition } from './node-condition-json';
 import { Reflector } from './reflector';

@@ -23,8 +23,8 @@ export { KubeNodeStatusClient } from './kube-node-status-client';
 export type { KubeNodeStatusClientOptions, PatchedNode } from './kube-node-status-client';
 export { PUBLISHED_CONDITION_TYPE, conditionStatuses } from './node-condition-json';
 export type { ConditionStatus, NodeConditionWrite, ObservedCondition } from './node-condition-json';
-export { KubeTransport } from './kube-transport';
-export type { KubeconfigSource } from './kube-transport';
+export { KubeApiError, KubeTransport } from './kube-transport';
+export type { KubeconfigSource } from './kubeconfig';
 export type { WatchEventType } from './reflector';
 export { sliceKeyOf } from './slice-store';
 export {

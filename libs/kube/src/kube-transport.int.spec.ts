@@ -7,12 +7,13 @@ import { join } from 'node:path';
 import { KubeTransport } from './kube-transport';
 
 /**
- * The credentials each request carries, as client-node's public API supplies them (no private
- * method of KubeConfig is reached): what a real API server would see from each kubeconfig user.
+ * The credentials each request carries: what a real API server would see from each kubeconfig
+ * user (an auth provider's through client-node, the rest read by `loadClusterAccess`).
  */
 describe('KubeTransport credentials', () => {
   let server: Server;
   let seen: IncomingHttpHeaders[];
+  let groups: (string[] | undefined)[];
   let url: string;
   let dir: string;
 
@@ -20,6 +21,7 @@ describe('KubeTransport credentials', () => {
     dir = await mkdtemp(join(tmpdir(), 'kube-transport-'));
     server = createServer((req, res) => {
       seen.push(req.headers);
+      groups.push(req.headersDistinct['impersonate-group']);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
     });
@@ -29,6 +31,7 @@ describe('KubeTransport credentials', () => {
 
   beforeEach(() => {
     seen = [];
+    groups = [];
   });
 
   afterAll(async () => {
@@ -93,6 +96,14 @@ describe('KubeTransport credentials', () => {
     expect(headers.map((h) => h['impersonate-user'])).toEqual([
       'system:serviceaccount:dra:syncer',
       'system:serviceaccount:dra:syncer',
+    ]);
+  });
+
+  it('impersonates groups with one header line each, as the API server reads them', async () => {
+    await headersFor({ token: 't', as: 'jane', 'as-groups': ['dev', 'ops'] });
+    expect(groups).toEqual([
+      ['dev', 'ops'],
+      ['dev', 'ops'],
     ]);
   });
 

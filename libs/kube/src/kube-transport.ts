@@ -1,34 +1,11 @@
 import http from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { isIPv6 } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
-import { ApiException, KubeConfig, bufferFromFileOrString } from '@kubernetes/client-node';
 import { TerminalError, errorMessage } from '@slicekeeper/errors';
 import type { Tracing } from '@slicekeeper/telemetry';
-
-/** Where the cluster's address and credentials come from. */
-export type KubeconfigSource =
-  /** A kubeconfig file (KUBECONFIG); its current context is used. */
-  | { kind: 'file'; path: string }
-  /**
-   * The pod's service account. Without `host` and `port`, client-node's
-   * `KubeConfig.loadFromCluster()` reads KUBERNETES_SERVICE_HOST/PORT itself; pass them (parsed in
-   * the app's config.ts) to keep the environment out of this lib.
-   */
-  | {
-      kind: 'in-cluster';
-      host?: string;
-      port?: number;
-      /** @defaultValue '/var/run/secrets/kubernetes.io/serviceaccount/token' */
-      tokenPath?: string;
-      /** @defaultValue '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt' */
-      caPath?: string;
-    }
-  /** Kubeconfig text (tests: the emulator hands one out). */
-  | { kind: 'yaml'; text: string };
-
-const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+import { loadClusterAccess } from './kubeconfig';
+import type { ClusterAccess, KubeconfigSource } from './kubeconfig';
 
 function describeSource(source: KubeconfigSource): string {
   switch (source.kind) {
@@ -41,38 +18,21 @@ function describeSource(source: KubeconfigSource): string {
   }
 }
 
-function loadKubeConfig(source: KubeconfigSource): KubeConfig {
-  const kubeConfig = new KubeConfig();
-  switch (source.kind) {
-    case 'file':
-      kubeConfig.loadFromFile(source.path);
-      break;
-    case 'yaml':
-      kubeConfig.loadFromString(source.text);
-      break;
-    case 'in-cluster':
-      if (source.host === undefined || source.port === undefined) {
-        kubeConfig.loadFromCluster();
-        break;
-      }
-      kubeConfig.loadFromClusterAndUser(
-        {
-          name: 'in-cluster',
-          server: `https://${isIPv6(source.host) ? `[${source.host}]` : source.host}:${source.port}`,
-          caFile: source.caPath ?? `${SERVICE_ACCOUNT_DIR}/ca.crt`,
-          skipTLSVerify: false,
-        },
-        {
-          name: 'in-cluster',
-          authProvider: {
-            name: 'tokenFile',
-            config: { tokenFile: source.tokenPath ?? `${SERVICE_ACCOUNT_DIR}/token` },
-          },
-        },
-      );
-      break;
+/**
+ * The API server's non-2xx answer: its status, body text and headers (one string per name), the
+ * fields `classifyKubeError` reads, as it reads client-node's `ApiException`.
+ */
+export class KubeApiError extends Error {
+  override readonly name = 'KubeApiError';
+
+  constructor(
+    /** The HTTP status. */
+    readonly code: number,
+    readonly body: string,
+    readonly headers: Readonly<Record<string, string>>,
+  ) {
+    super(`HTTP ${code}`);
   }
-  return kubeConfig;
 }
 
 /** One API request: the path with its query, relative to the server URL. */
@@ -151,32 +111,13 @@ class ResponseCutError extends Error {
   }
 }
 
-/** Response headers as client-node's ApiException carries them: one string per name. */
+/** Response headers, one string per name. */
 function flatHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return flat;
-}
-
-/**
- * The current user of `kubeConfig` alone, bound to a placeholder HTTPS cluster, or undefined
- * without a user. client-node's public `applyToHTTPSOptions` on it gives the credentials of each
- * request (static token, token file re-read every minute, exec plugins, OIDC refresh,
- * impersonation) without re-reading the CA and the client certificate, which the transport's
- * agent already holds. The agent it builds on every call holds no socket and is never used: each
- * request goes through the transport's one keep-alive agent.
- */
-function credentialsOf(kubeConfig: KubeConfig): KubeConfig | undefined {
-  const user = kubeConfig.getCurrentUser();
-  if (user === null) return undefined;
-  const credentials = new KubeConfig();
-  credentials.loadFromClusterAndUser(
-    { name: 'credentials', server: 'https://credentials.invalid', skipTLSVerify: false },
-    { ...user, certData: undefined, certFile: undefined, keyData: undefined, keyFile: undefined },
-  );
-  return credentials;
 }
 
 /**
@@ -187,8 +128,8 @@ function credentialsOf(kubeConfig: KubeConfig): KubeConfig | undefined {
  * Requests go out as plain JSON over Node's http(s), not through client-node's generated API
  * classes: their model round trip (JSON → models with Dates and renamed fields → JSON) cost
  * about a third of the syncer's CPU per change (`npm run bench`), and it drops any field the
- * pinned models do not know, which a PUT would then erase. client-node still loads the
- * kubeconfig and supplies the credentials.
+ * pinned models do not know, which a PUT would then erase. The kubeconfig is read by
+ * `loadClusterAccess`, which loads client-node only for an exec plugin or an auth provider.
  */
 export class KubeTransport {
   /** Base URL of the API server, without a trailing slash. */
@@ -199,24 +140,19 @@ export class KubeTransport {
   /** Where writes through this connection are traced; undefined when tracing is off. */
   readonly tracing: Tracing | undefined;
   private readonly agent: http.Agent;
-  private readonly staticHeaders: Record<string, string> = {};
-  private readonly credentials: KubeConfig | undefined;
+  private readonly credentials: ClusterAccess['credentials'];
 
   constructor(source: KubeconfigSource, options: KubeTransportOptions = {}) {
     this.tracing = options.tracing;
     try {
-      const kubeConfig = loadKubeConfig(source);
-      const cluster = kubeConfig.getCurrentCluster();
-      if (cluster === null) throw new Error('no cluster in the current context');
-      if (cluster.proxyUrl !== undefined) throw new Error('proxy-url is not supported');
-      const url = new URL(cluster.server);
+      const access = loadClusterAccess(source);
+      const url = new URL(access.server);
       if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-        throw new Error(`unsupported server URL "${cluster.server}"`);
+        throw new Error(`unsupported server URL "${access.server}"`);
       }
-      this.server = cluster.server.replace(/\/+$/, '');
+      this.server = access.server;
       this.serverAddress = url.hostname.replace(/^\[(.*)\]$/, '$1');
       this.serverPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
-      const user = kubeConfig.getCurrentUser();
       // LIFO reuses the warmest sockets and lets idle ones time out under low load.
       const agentOptions = { keepAlive: true, scheduling: 'lifo' as const };
       if (url.protocol === 'http:') {
@@ -225,20 +161,15 @@ export class KubeTransport {
       } else {
         this.agent = new https.Agent({
           ...agentOptions,
-          ca: bufferFromFileOrString(cluster.caFile, cluster.caData) ?? undefined,
-          cert: bufferFromFileOrString(user?.certFile, user?.certData) ?? undefined,
-          key: bufferFromFileOrString(user?.keyFile, user?.keyData) ?? undefined,
-          // Unset unless skipping, so NODE_TLS_REJECT_UNAUTHORIZED keeps its meaning (as in client-node).
-          ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
-          ...(cluster.tlsServerName === undefined ? {} : { servername: cluster.tlsServerName }),
+          ca: access.ca,
+          cert: access.cert,
+          key: access.key,
+          // Unset unless skipping, so NODE_TLS_REJECT_UNAUTHORIZED keeps its meaning.
+          ...(access.skipTLSVerify ? { rejectUnauthorized: false } : {}),
+          ...(access.tlsServerName === undefined ? {} : { servername: access.tlsServerName }),
         });
       }
-      // client-node would send a missing password as the text "undefined".
-      if (user?.username !== undefined) {
-        const basic = Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64');
-        this.staticHeaders.Authorization = `Basic ${basic}`;
-      }
-      this.credentials = credentialsOf(kubeConfig);
+      this.credentials = access.credentials;
     } catch (error) {
       throw new TerminalError(`load ${describeSource(source)}: ${errorMessage(error)}`, {
         code: 'config',
@@ -249,9 +180,9 @@ export class KubeTransport {
 
   /**
    * Sends one request over the shared agent with the current credentials and returns the
-   * status and the body as text. A non-2xx answer rejects with client-node's `ApiException` (status,
-   * body text, headers), as its generated clients do, so that `classifyKubeError` reads both the
-   * same way; a network failure rejects with Node's error (its `code`, e.g. ECONNREFUSED).
+   * status and the body as text. A non-2xx answer rejects with a {@link KubeApiError} (status,
+   * body text, headers), which `classifyKubeError` reads; a network failure rejects with Node's
+   * error (its `code`, e.g. ECONNREFUSED).
    */
   async request(request: KubeRequest): Promise<KubeResponse> {
     const response = await this.send(request);
@@ -270,7 +201,7 @@ export class KubeTransport {
           resolve({ status, body });
           return;
         }
-        reject(new ApiException(status, `HTTP ${status}`, body, flatHeaders(response.headers)));
+        reject(new KubeApiError(status, body, flatHeaders(response.headers)));
       });
     });
   }
@@ -288,7 +219,7 @@ export class KubeTransport {
       const chunks: Buffer[] = [];
       for await (const chunk of response) chunks.push(chunk as Buffer);
       const body = Buffer.concat(chunks).toString('utf8');
-      throw new ApiException(status, `HTTP ${status}`, body, flatHeaders(response.headers));
+      throw new KubeApiError(status, body, flatHeaders(response.headers));
     }
     // Until the caller iterates, an error has no listener; iterating surfaces it.
     response.on('error', ignoreError);
@@ -297,11 +228,10 @@ export class KubeTransport {
 
   /** Sends `request`; resolves with the response as soon as its status and headers are in. */
   private async send(request: KubeRequest): Promise<http.IncomingMessage> {
-    const headers: Record<string, string | number> = {
+    const headers: OutgoingHttpHeaders = {
       Accept: request.accept ?? 'application/json',
       ...request.headers,
-      ...this.staticHeaders,
-      ...(await this.authorizationHeaders()),
+      ...(await this.credentials()),
     };
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
     if (payload !== undefined) {
@@ -338,19 +268,6 @@ export class KubeTransport {
       outgoing.on('error', reject);
       outgoing.end(payload);
     });
-  }
-
-  /** The credentials for the next request (a token file is re-read, an exec plugin run, …). */
-  private async authorizationHeaders(): Promise<Record<string, string>> {
-    if (this.credentials === undefined) return {};
-    const options: { headers: OutgoingHttpHeaders } = { headers: {} };
-    await this.credentials.applyToHTTPSOptions(options);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(options.headers)) {
-      if (value !== undefined)
-        headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-    }
-    return headers;
   }
 
   /** Closes the pooled connections. */

@@ -1,4 +1,4 @@
-import { ApiException } from '@kubernetes/client-node';
+import { KubeApiError } from './kube-transport';
 import { ManualClock } from '@slicekeeper/time/testing';
 import type { KubeRequest, KubeResponse, KubeStream } from './kube-transport';
 import { Reflector } from './reflector';
@@ -211,7 +211,7 @@ describe('Reflector', () => {
 
   it('lists again when the watch request is answered 410 Gone', async () => {
     api.lists.push(list([], '5'), list([], '12'));
-    api.watches.push(new ApiException(410, 'HTTP 410', JSON.stringify(EXPIRED), {}), {
+    api.watches.push(new KubeApiError(410, JSON.stringify(EXPIRED), {}), {
       lines: [],
       then: 'hang',
     });

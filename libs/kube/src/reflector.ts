@@ -1,11 +1,10 @@
-import { ApiException } from '@kubernetes/client-node';
 import { SlicekeeperError, errorMessage } from '@slicekeeper/errors';
 import type { Logger } from '@slicekeeper/observability';
 import { Backoff, systemClock } from '@slicekeeper/time';
 import type { BackoffOptions, Clock, TimerHandle } from '@slicekeeper/time';
 import { classifyKubeError, responseStatusOf } from './classify-kube-error';
 import type { KubeRequest, KubeTransport } from './kube-transport';
-import { withQuery } from './kube-transport';
+import { KubeApiError, withQuery } from './kube-transport';
 import { parseJson, toListPage } from './resource-slice-json';
 
 /** What a reflector needs of the connection (unit tests pass a fake). */
@@ -485,7 +484,7 @@ export class Reflector<T, R> {
         // Leaving the loop ends the response (an ERROR event is the server's last word anyway).
         const code = typeof status.code === 'number' ? status.code : 500;
         const error = classifyKubeError(
-          new ApiException(code, `HTTP ${code}`, JSON.stringify(status), {}),
+          new KubeApiError(code, JSON.stringify(status), {}),
           context,
         );
         if (error.code === 'expired' || isTooLargeResourceVersion(status)) {
