@@ -105,6 +105,58 @@ const redisFree = {
   bannedExternalImports: ['ioredis', 'ioredis/*', 'bullmq', 'bullmq/*'],
 };
 
+/**
+ * Packages that production code loads only when it needs them, with `require()` in one place:
+ * each costs every process that imports it tens of MiB, for a feature most runs leave off.
+ * `packages` may not be imported for their values anywhere in production code but `holder`, the
+ * module that `require` loads (a package loaded by its own name has none).
+ */
+const lazilyLoaded = [
+  {
+    // Its KubeConfig loads the whole generated API (936 modules, ~60-75 MiB): libs/kube reads
+    // kubeconfigs itself and loads client-node for exec plugins and auth providers only.
+    require: '^@kubernetes/client-node$',
+    packages: ['@kubernetes/client-node'],
+    holder: undefined,
+    message:
+      'client-node loads its whole generated API: libs/kube loads it on demand (kubeconfig.ts).',
+  },
+  {
+    // The OpenTelemetry SDK and exporter (~25 MiB): loaded when a process starts tracing.
+    require: '^\\./start-tracing$',
+    packages: [
+      '@opentelemetry/context-async-hooks',
+      '@opentelemetry/core',
+      '@opentelemetry/exporter-trace-otlp-http',
+      '@opentelemetry/resources',
+      '@opentelemetry/sdk-trace',
+    ],
+    holder: 'libs/telemetry/src/start-tracing.ts',
+    message:
+      'the tracing SDK loads when tracing starts: use @slicekeeper/telemetry (tracing-sdk.ts).',
+  },
+];
+
+/** The import fences of production code: test doubles, and the `lazy` packages' values. */
+function restrictedImports(lazy) {
+  return {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        paths: lazy.flatMap(({ packages, message }) =>
+          packages.map((name) => ({ name, allowTypeImports: true, message })),
+        ),
+        patterns: [
+          {
+            regex: '^(@slicekeeper/[^/]+|\\.\\.?)(/.*)?/testing(/|$)',
+            message: 'Test doubles are for specs and benchmarks only (STYLE.md rule 20).',
+          },
+        ],
+      },
+    ],
+  };
+}
+
 function depConstraints({ forTestCode }) {
   const extra = forTestCode ? testOnly : [];
   return [
@@ -168,6 +220,11 @@ export default [
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
+      // A require() is a package loaded when first needed, and only these are (see below).
+      '@typescript-eslint/no-require-imports': [
+        'error',
+        { allow: lazilyLoaded.map((l) => l.require) },
+      ],
       '@nx/enforce-module-boundaries': [
         'error',
         {
@@ -193,34 +250,20 @@ export default [
   {
     // Test doubles live in a project of production code, where tags cannot fence them: its
     // production files may not import them, through `@slicekeeper/<lib>/testing` or `./testing/`.
-    // Nor may they import @kubernetes/client-node's values: it loads its whole generated API
-    // (~60-75 MiB per process); libs/kube's kubeconfig.ts loads it on demand, for exec plugins
-    // and auth providers only. Its types cost nothing.
+    // Nor may they import the values of a package that is loaded only when needed (its types
+    // cost nothing), except from the one module that holds it.
     basePath: import.meta.dirname,
     files: ['**/*.ts'],
     ignores: [...testCode, ...nonProductionRoots],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            {
-              name: '@kubernetes/client-node',
-              allowTypeImports: true,
-              message:
-                'client-node loads its whole generated API: libs/kube loads it on demand (kubeconfig.ts).',
-            },
-          ],
-          patterns: [
-            {
-              regex: '^(@slicekeeper/[^/]+|\\.\\.?)(/.*)?/testing(/|$)',
-              message: 'Test doubles are for specs and benchmarks only (STYLE.md rule 20).',
-            },
-          ],
-        },
-      ],
-    },
+    rules: restrictedImports(lazilyLoaded),
   },
+  ...lazilyLoaded
+    .filter((lazy) => lazy.holder !== undefined)
+    .map((lazy) => ({
+      basePath: import.meta.dirname,
+      files: [lazy.holder],
+      rules: restrictedImports(lazilyLoaded.filter((other) => other !== lazy)),
+    })),
   {
     // libs/state alone names Redis keys (issue 14): every record has one owner, its repository.
     // A name built elsewhere (`${prefix}:{…}:…`, `${prefix}:known-keys`, prefix + ':known-keys')

@@ -110,6 +110,7 @@ const importTime = "import { Backoff, systemClock } from '@slicekeeper/time';\n"
 const importIoredis = "import { Redis } from 'ioredis';\n";
 const importClientNode = "import { KubeConfig } from '@kubernetes/client-node';\n";
 const importClientNodeTypes = "import type { KubeConfig } from '@kubernetes/client-node';\n";
+const importTracingSdk = "import { TracerProvider } from '@opentelemetry/sdk-trace';\n";
 const importBullmq = "import { Queue } from 'bullmq';\n";
 
 const boundaries = '@nx/enforce-module-boundaries';
@@ -189,6 +190,14 @@ const cases: readonly ProbeCase[] = [
     source: importClientNode,
     rejectedBy: restrictedImports,
     because: '@kubernetes/client-node',
+  },
+  {
+    name: 'production lib imports the tracing SDK (it loads when tracing starts)',
+    project: 'libs/syncer',
+    file: 'src/boundary-probe.ts',
+    source: importTracingSdk,
+    rejectedBy: restrictedImports,
+    because: '@opentelemetry/sdk-trace',
   },
   {
     name: "production lib imports client-node's types only",

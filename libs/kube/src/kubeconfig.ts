@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
 import type * as ClientNode from '@kubernetes/client-node';
@@ -285,11 +284,8 @@ function pluginCredentials(text: string): ClusterAccess['credentials'] {
   };
 }
 
-/** Node's own require, for the one package loaded when first needed (an ES module: require(esm)). */
-const lazyRequire = createRequire(__filename);
-
 function pluginKubeConfig(text: string): ClientNode.KubeConfig {
-  const { KubeConfig } = lazyRequire('@kubernetes/client-node') as typeof ClientNode;
+  const { KubeConfig } = require('@kubernetes/client-node') as typeof ClientNode;
   const full = new KubeConfig();
   full.loadFromString(text);
   const user = full.getCurrentUser();

@@ -14,10 +14,7 @@ import {
 import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TraceExportSettings, TraceSampler } from '@slicekeeper/config';
-import { Tracing } from './tracing';
-
-/** The name of slicekeeper's tracer (the instrumentation scope of its spans). */
-export const TRACER_NAME = 'slicekeeper';
+import { TRACER_NAME, Tracing } from './tracing';
 
 /** A service's tracing, started. */
 export interface StartedTracing {

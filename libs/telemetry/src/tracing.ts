@@ -22,6 +22,9 @@ export interface SpanStart {
   startTime?: number;
 }
 
+/** The name of slicekeeper's tracer (the instrumentation scope of its spans). */
+export const TRACER_NAME = 'slicekeeper';
+
 /**
  * The spans of one service. Components take it as an optional dependency: without one (tracing
  * off, the default) they make no span and pay nothing.
