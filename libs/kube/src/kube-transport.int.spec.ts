@@ -1,5 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { promisify } from 'node:util';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -110,5 +114,104 @@ describe('KubeTransport credentials', () => {
   it('sends no credentials for a user without any', async () => {
     const headers = await headersFor({});
     expect(headers.map((h) => h.authorization)).toEqual([undefined, undefined]);
+  });
+});
+
+/** A self-signed certificate (its own CA) for `name`, valid for 127.0.0.1; files in `dir`. */
+async function selfSigned(dir: string, name: string): Promise<{ cert: string; key: string }> {
+  const cert = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  await promisify(execFile)('openssl', [
+    ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+    ...['-days', '1', '-subj', `/CN=${name}`, '-keyout', key, '-out', cert],
+    ...['-addext', 'subjectAltName=IP:127.0.0.1'],
+  ]);
+  return { cert, key };
+}
+
+describe('KubeTransport over HTTPS', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kube-tls-'));
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A GET to an HTTPS server that asks for a client certificate; the client's common name. */
+  async function getWith(
+    server: { cert: string; key: string },
+    clientCa: string,
+    kubeconfig: (url: string) => string,
+  ): Promise<string> {
+    const https = createTlsServer(
+      {
+        cert: await readFile(server.cert),
+        key: await readFile(server.key),
+        ca: await readFile(clientCa),
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ client: peer.subject.CN }));
+      },
+    );
+    await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve));
+    const url = `https://127.0.0.1:${(https.address() as AddressInfo).port}`;
+    const path = join(dir, 'config');
+    await writeFile(path, kubeconfig(url));
+    const transport = new KubeTransport({ kind: 'file', path });
+    try {
+      const response = await transport.request({
+        method: 'GET',
+        path: '/version',
+        signal: new AbortController().signal,
+      });
+      return (JSON.parse(response.body) as { client: string }).client;
+    } finally {
+      transport.close();
+      https.closeAllConnections();
+      await new Promise((resolve) => https.close(resolve));
+    }
+  }
+
+  /** A kubeconfig whose paths are relative to its directory, the client key inline. */
+  const config = (caFile: string, clientCert: string, clientKey: Buffer) => (url: string) =>
+    JSON.stringify({
+      clusters: [{ name: 'c', cluster: { server: url, 'certificate-authority': caFile } }],
+      users: [
+        {
+          name: 'u',
+          user: {
+            'client-certificate': clientCert,
+            'client-key-data': clientKey.toString('base64'),
+          },
+        },
+      ],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    });
+
+  it("verifies the server by the kubeconfig's CA and presents its client certificate", async () => {
+    const server = await selfSigned(dir, 'apiserver');
+    const client = await selfSigned(dir, 'system:node:node-a');
+    const key = await readFile(client.key);
+    expect(
+      await getWith(server, client.cert, config('apiserver.crt', 'system:node:node-a.crt', key)),
+    ).toBe('system:node:node-a');
+  });
+
+  it('refuses a server its CA did not sign', async () => {
+    const server = await selfSigned(dir, 'impostor');
+    const other = await selfSigned(dir, 'other-ca');
+    const client = await selfSigned(dir, 'client');
+    const key = await readFile(client.key);
+    await expect(
+      getWith(server, client.cert, config('other-ca.crt', 'client.crt', key)),
+    ).rejects.toThrow(/self[- ]signed certificate|unable to verify/);
   });
 });
