@@ -207,7 +207,7 @@ describe('KubeTransport over HTTPS', () => {
 
   it('refuses a server its CA did not sign', async () => {
     const server = await selfSigned(dir, 'impostor');
-    const other = await selfSigned(dir, 'other-ca');
+    await selfSigned(dir, 'other-ca');
     const client = await selfSigned(dir, 'client');
     const key = await readFile(client.key);
     await expect(
