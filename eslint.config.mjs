@@ -113,7 +113,7 @@ const redisFree = {
  */
 const lazilyLoaded = [
   {
-    // Its KubeConfig loads the whole generated API (936 modules, ~60-75 MiB): libs/kube reads
+    // Its KubeConfig loads the whole generated API (936 modules, 50-57 MiB): libs/kube reads
     // kubeconfigs itself and loads client-node for exec plugins and auth providers only.
     require: '^@kubernetes/client-node$',
     packages: ['@kubernetes/client-node'],
@@ -122,7 +122,7 @@ const lazilyLoaded = [
       'client-node loads its whole generated API: libs/kube loads it on demand (kubeconfig.ts).',
   },
   {
-    // The OpenTelemetry SDK and exporter (~25 MiB): loaded when a process starts tracing.
+    // The OpenTelemetry SDK and exporter (about 7 MiB): loaded when a process starts tracing.
     require: '^\\./start-tracing$',
     packages: [
       '@opentelemetry/context-async-hooks',
