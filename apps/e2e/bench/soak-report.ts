@@ -39,10 +39,17 @@ export interface SoakSample {
   load: number;
   processes: Record<string, ProcessSample>;
   /**
-   * Redis's used_memory, its key count, and of those the keys without a TTL (a key with one
-   * cannot outlive it, e.g. the API's rate-limit counters: only the others can pile up).
+   * Redis's used_memory with its dataset and its normal clients' buffers, its key count, and of
+   * those the keys without a TTL (a key with one cannot outlive it, e.g. the API's rate-limit
+   * counters: only the others can pile up).
    */
-  redis?: { usedMemoryBytes: number; keys: number; persistentKeys?: number };
+  redis?: {
+    usedMemoryBytes: number;
+    datasetBytes?: number;
+    clientsBytes?: number;
+    keys: number;
+    persistentKeys?: number;
+  };
   queues?: Record<string, QueueCounts>;
   /** Registered plugins (node, driver) whose last sync outcome is not `synced`. */
   notSynced?: number;
@@ -56,10 +63,18 @@ export interface SoakEvent {
   what: string;
 }
 
-/** Slope of the least-squares line through the points, per unit of x; NaN under two points. */
-export function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
+/**
+ * The least-squares line through the points: its slope per unit of x and the slope's standard
+ * error, how far the slope of a series as noisy as this one strays by chance (the API's RSS,
+ * sawing by ±8 MiB around its line, gave 2 MiB/h over 50 minutes; readings that follow each
+ * other, as a sawtooth's do, stray further). NaN under three points, or when every x is the same.
+ */
+export function leastSquaresFit(points: readonly (readonly [number, number])[]): {
+  slope: number;
+  standardError: number;
+} {
   const n = points.length;
-  if (n < 2) return Number.NaN;
+  if (n < 3) return { slope: Number.NaN, standardError: Number.NaN };
   let sx = 0;
   let sy = 0;
   for (const [x, y] of points) {
@@ -74,7 +89,12 @@ export function leastSquaresSlope(points: readonly (readonly [number, number])[]
     sxy += (x - mx) * (y - my);
     sxx += (x - mx) ** 2;
   }
-  return sxx === 0 ? Number.NaN : sxy / sxx;
+  if (sxx === 0) return { slope: Number.NaN, standardError: Number.NaN };
+  const slope = sxy / sxx;
+  const intercept = my - slope * mx;
+  let residuals = 0;
+  for (const [x, y] of points) residuals += (y - intercept - slope * x) ** 2;
+  return { slope, standardError: Math.sqrt(residuals / (n - 2) / sxx) };
 }
 
 /**
@@ -148,21 +168,32 @@ export function processNames(samples: readonly SoakSample[]): string[] {
   return [...new Set(samples.flatMap((s) => Object.keys(s.processes)))].sort();
 }
 
-/** RSS slope after the warm-up per process, MiB per hour (NaN under two readings). */
+/** RSS slope after the warm-up per process, MiB per hour (NaN under three readings). */
 export function rssSlopes(
   samples: readonly SoakSample[],
   fromSeconds: number,
 ): Record<string, number> {
-  const slopes: Record<string, number> = {};
+  return Object.fromEntries(
+    Object.entries(rssFits(samples, fromSeconds)).map(([name, fit]) => [name, fit.slope]),
+  );
+}
+
+/** {@link rssSlopes} with each slope's standard error, MiB per hour. */
+function rssFits(
+  samples: readonly SoakSample[],
+  fromSeconds: number,
+): Record<string, { slope: number; standardError: number }> {
+  const fits: Record<string, { slope: number; standardError: number }> = {};
   for (const name of processNames(samples)) {
     const points: [number, number][] = [];
     for (const s of samples) {
       const rss = s.processes[name]?.rssBytes;
       if (s.t >= fromSeconds && rss !== undefined) points.push([s.t / 3600, rss / MIB]);
     }
-    slopes[name] = round(leastSquaresSlope(points), 2);
+    const fit = leastSquaresFit(points);
+    fits[name] = { slope: round(fit.slope, 2), standardError: round(fit.standardError, 2) };
   }
-  return slopes;
+  return fits;
 }
 
 /**
@@ -179,12 +210,12 @@ export function soakVerdicts(
   const after = samples.filter((s) => s.t >= goals.warmupSeconds);
   const window = `${after.length} samples after ${round(goals.warmupSeconds / 60, 1)} min`;
   const verdicts: SoakVerdict[] = [];
-  const slopes = rssSlopes(samples, goals.warmupSeconds);
+  const fits = rssFits(samples, goals.warmupSeconds);
   for (const name of judged) {
-    const slope = slopes[name] ?? Number.NaN;
+    const { slope, standardError } = fits[name] ?? { slope: Number.NaN, standardError: Number.NaN };
     verdicts.push({
       goal: `${name} RSS slope ≤ ${goals.rssSlopeMiBPerHour} MiB/h`,
-      actual: `${slope} MiB/h (${window})`,
+      actual: `${slope} ± ${standardError} MiB/h, the slope ± its standard error (${window})`,
       // A shrinking process meets the goal; NaN (too few readings) does not.
       met: slope <= goals.rssSlopeMiBPerHour,
     });
@@ -434,8 +465,10 @@ export function soakCharts(
       'ms',
       perProcess((p) => p.lagP99Ms),
     ),
-    chart('redis-memory', 'Redis used_memory', 'MiB', [
+    chart('redis-memory', 'Redis used_memory, its dataset and its clients’ buffers', 'MiB', [
       one('used_memory', (s) => mib(s.redis?.usedMemoryBytes)),
+      one('dataset', (s) => mib(s.redis?.datasetBytes)),
+      one('clients', (s) => mib(s.redis?.clientsBytes)),
     ]),
     chart('redis-keys', 'Redis keys', 'keys', [
       one('dbsize', (s) => s.redis?.keys),

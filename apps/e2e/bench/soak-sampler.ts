@@ -15,7 +15,7 @@ import {
 import type { System } from '../src/harness';
 import type { ProcessSample, QueueCounts, SoakSample } from './soak-report';
 import { round } from './stats';
-import { redisUsedMemory, rssBytes } from './support';
+import { redisMemory, rssBytes } from './support';
 
 /** The queues the soak watches, by the name its charts and verdicts use. */
 export const SOAK_QUEUES = {
@@ -98,7 +98,10 @@ export class SoakSampler {
     const prefix = queuePrefix('sk');
     this.queues = new Map(
       Object.entries(SOAK_QUEUES).map(([label, name]) => {
-        const queue = new Queue(name, { connection: this.redis, prefix });
+        // Read-only: a Queue made without `skipMetasUpdate` writes its options into the queue's
+        // meta hash, and BullMQ's default event-stream bound (10,000) would replace the one the
+        // services set (libs/queue's QUEUE_EVENTS_KEPT) until a service made its Queue again.
+        const queue = new Queue(name, { connection: this.redis, prefix, skipMetasUpdate: true });
         // Redis's restart is one of the soak's faults: a reading then leaves the queues out.
         queue.on('error', () => undefined);
         return [label, queue];
@@ -167,7 +170,7 @@ export class SoakSampler {
     const match = /^db0:keys=(\d+),expires=(\d+)/m.exec(keyspace);
     const keys = Number(match?.[1] ?? 0);
     return {
-      usedMemoryBytes: await redisUsedMemory(this.redis),
+      ...(await redisMemory(this.redis)),
       keys,
       persistentKeys: keys - Number(match?.[2] ?? 0),
     };

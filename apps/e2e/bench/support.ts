@@ -104,10 +104,31 @@ export async function settledSyncs(
 
 /** `used_memory` from Redis's `INFO memory`, bytes. */
 export async function redisUsedMemory(redis: RedisClient): Promise<number> {
+  return (await redisMemory(redis)).usedMemoryBytes;
+}
+
+/**
+ * Redis's memory from `INFO memory`: `used_memory` and two of its parts, the dataset (keys and
+ * values) and the normal clients' buffers (query and output buffers of every connection).
+ */
+export interface RedisMemory {
+  usedMemoryBytes: number;
+  datasetBytes: number;
+  clientsBytes: number;
+}
+
+export async function redisMemory(redis: RedisClient): Promise<RedisMemory> {
   const info = await redis.info('memory');
-  const match = /^used_memory:(\d+)/m.exec(info);
-  if (match?.[1] === undefined) throw new Error('INFO memory has no used_memory');
-  return Number(match[1]);
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
+    if (match?.[1] === undefined) throw new Error(`INFO memory has no ${name}`);
+    return Number(match[1]);
+  };
+  return {
+    usedMemoryBytes: field('used_memory'),
+    datasetBytes: field('used_memory_dataset'),
+    clientsBytes: field('mem_clients_normal'),
+  };
 }
 
 /**

@@ -5,17 +5,12 @@
  * streams would measure the bench's drivers, not the syncers).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Queue } from 'bullmq';
-import {
-  NODE_STATUS_QUEUE_NAME,
-  keyId,
-  queuePrefix,
-  syncStatusSchema,
-} from '@slicekeeper/contracts';
+import type { Queue } from 'bullmq';
+import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
 import { redisKeys } from '@slicekeeper/state/testing';
 import type { DriverInventory, SliceKey, SyncReason, SyncStatus } from '@slicekeeper/contracts';
 import { fromDriverInventory, toDriverInventory } from '@slicekeeper/proto';
-import { SyncQueue, createRedisConnection } from '@slicekeeper/queue';
+import { SyncQueue, createNodeConditionQueue, createRedisConnection } from '@slicekeeper/queue';
 import type { RedisClient } from '@slicekeeper/queue';
 import { RegistrationStore, SnapshotWriter } from '@slicekeeper/state';
 import type { StoreResult } from '@slicekeeper/state';
@@ -238,10 +233,7 @@ export class Producer {
     this.registrations = new RegistrationStore({ redis, prefix: PREFIX });
     this.snapshots = new SnapshotWriter({ redis, prefix: PREFIX });
     this.queue = new SyncQueue({ connection: redis, prefix: PREFIX });
-    this.nodeConditions = new Queue(NODE_STATUS_QUEUE_NAME, {
-      connection: redis,
-      prefix: queuePrefix(PREFIX),
-    });
+    this.nodeConditions = createNodeConditionQueue({ connection: redis, prefix: PREFIX });
   }
 
   register(keys: readonly SliceKey[]): Promise<void> {
