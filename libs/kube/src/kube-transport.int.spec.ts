@@ -207,6 +207,7 @@ describe('KubeTransport over HTTPS', () => {
 
   it('refuses a server its CA did not sign', async () => {
     const server = await selfSigned(dir, 'impostor');
+    // The CA the kubeconfig names (other-ca.crt): it did not sign the server's certificate.
     await selfSigned(dir, 'other-ca');
     const client = await selfSigned(dir, 'client');
     const key = await readFile(client.key);

@@ -5,7 +5,7 @@ import type { StartedTracing } from './start-tracing';
 
 /**
  * The OpenTelemetry SDK (provider, samplers, the OTLP exporter: about 7 MiB of every process that
- * loads it, 8.3 against 1.0 MiB measured) loads when a process starts tracing, not with every import of this lib: tracing is
+ * loads it) loads when a process starts tracing, not with every import of this lib: tracing is
  * off unless OTEL_EXPORTER_OTLP_* asks for it. `@opentelemetry/api` alone, which the spans'
  * call sites use, is small and does nothing without a provider.
  */
