@@ -19,6 +19,11 @@ export interface ProcessSample {
   externalBytes?: number;
   /** p99 of the event-loop delay over the 10 s since the previous reading, ms. */
   lagP99Ms?: number;
+  /**
+   * When the process started, seconds since the soak started (negative: before it). A service
+   * started again (the soak's SIGKILL of a syncer) is a new process with a warm-up of its own.
+   */
+  startedAtT?: number;
 }
 
 /** BullMQ's counts of one queue. */
@@ -49,6 +54,12 @@ export interface SoakSample {
     clientsBytes?: number;
     keys: number;
     persistentKeys?: number;
+    /**
+     * When this Redis started, seconds since the soak started: one restarted from its
+     * append-only file loads a compact dataset and regrows it, so its memory is judged after its
+     * own warm-up, as a service's RSS is.
+     */
+    startedAtT?: number;
   };
   queues?: Record<string, QueueCounts>;
   /** Registered plugins (node, driver) whose last sync outcome is not `synced`. */
@@ -168,32 +179,77 @@ export function processNames(samples: readonly SoakSample[]): string[] {
   return [...new Set(samples.flatMap((s) => Object.keys(s.processes)))].sort();
 }
 
-/** RSS slope after the warm-up per process, MiB per hour (NaN under three readings). */
-export function rssSlopes(
-  samples: readonly SoakSample[],
-  fromSeconds: number,
-): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(rssFits(samples, fromSeconds)).map(([name, fit]) => [name, fit.slope]),
-  );
+/** The RSS line of one process (one start of a service) over the part of it that is judged. */
+export interface RssFit {
+  name: string;
+  /** When it started, seconds since the soak started; absent for a process never seen to start. */
+  startedAtT?: number;
+  /** Its first and last reading judged, seconds since the soak started. */
+  from: number;
+  to: number;
+  readings: number;
+  /** MiB per hour, with its standard error; NaN under three readings. */
+  slope: number;
+  standardError: number;
 }
 
-/** {@link rssSlopes} with each slope's standard error, MiB per hour. */
-function rssFits(
-  samples: readonly SoakSample[],
-  fromSeconds: number,
-): Record<string, { slope: number; standardError: number }> {
-  const fits: Record<string, { slope: number; standardError: number }> = {};
+/**
+ * One RSS line per process: per service, and per start of it where a service was started again.
+ * Each process is judged after the warm-up of the run and after its own first `warmupSeconds`, as
+ * the goal reads ("after the first 10 minutes"): a syncer the soak SIGKILLed and started again at
+ * 27 minutes is judged from 37, not on its start-up beside its predecessor's last readings.
+ */
+export function rssFits(samples: readonly SoakSample[], warmupSeconds: number): RssFit[] {
+  const fits: RssFit[] = [];
   for (const name of processNames(samples)) {
-    const points: [number, number][] = [];
+    const starts = new Map<number | undefined, [number, number][]>();
     for (const s of samples) {
-      const rss = s.processes[name]?.rssBytes;
-      if (s.t >= fromSeconds && rss !== undefined) points.push([s.t / 3600, rss / MIB]);
+      const reading = s.processes[name];
+      if (reading?.rssBytes === undefined) continue;
+      const startedAtT =
+        reading.startedAtT === undefined ? undefined : Math.round(reading.startedAtT);
+      const points = starts.get(startedAtT) ?? [];
+      points.push([s.t, reading.rssBytes]);
+      starts.set(startedAtT, points);
     }
-    const fit = leastSquaresFit(points);
-    fits[name] = { slope: round(fit.slope, 2), standardError: round(fit.standardError, 2) };
+    for (const [startedAtT, all] of starts) {
+      const judgedFrom = Math.max(warmupSeconds, (startedAtT ?? 0) + warmupSeconds);
+      const points = all.filter(([t]) => t >= judgedFrom);
+      const fit = leastSquaresFit(points.map(([t, rss]) => [t / 3600, rss / MIB]));
+      fits.push({
+        name,
+        ...(startedAtT === undefined ? {} : { startedAtT }),
+        from: points[0]?.[0] ?? judgedFrom,
+        to: points.at(-1)?.[0] ?? judgedFrom,
+        readings: points.length,
+        slope: round(fit.slope, 2),
+        standardError: round(fit.standardError, 2),
+      });
+    }
   }
   return fits;
+}
+
+/**
+ * {@link rssFits}' slopes, MiB per hour, by process: a service's name, and for each later start
+ * of it `<name> started at <m> min`.
+ */
+export function rssSlopes(
+  samples: readonly SoakSample[],
+  warmupSeconds: number,
+): Record<string, number> {
+  const slopes: Record<string, number> = {};
+  for (const fit of rssFits(samples, warmupSeconds)) {
+    const started = fit.startedAtT !== undefined && fit.startedAtT > 0;
+    slopes[started ? `${fit.name} started at ${minutes(fit.startedAtT ?? 0)} min` : fit.name] =
+      fit.slope;
+  }
+  return slopes;
+}
+
+/** Seconds as minutes with one decimal. */
+function minutes(seconds: number): number {
+  return round(seconds / 60, 1);
 }
 
 /**
@@ -212,27 +268,57 @@ export function soakVerdicts(
   const verdicts: SoakVerdict[] = [];
   const fits = rssFits(samples, goals.warmupSeconds);
   for (const name of judged) {
-    const { slope, standardError } = fits[name] ?? { slope: Number.NaN, standardError: Number.NaN };
+    const own = fits.filter((fit) => fit.name === name);
+    const judgedFits = own.filter((fit) => fit.readings >= 3);
+    const parts = own.map((fit) => {
+      const started =
+        fit.startedAtT !== undefined && fit.startedAtT > 0
+          ? `the process started at ${minutes(fit.startedAtT)} min: `
+          : '';
+      return fit.readings < 3
+        ? `${started}too few samples after its warm-up to judge (${fit.readings})`
+        : `${started}${fit.slope} ± ${fit.standardError} MiB/h, the slope ± its standard error (${fit.readings} samples, ${minutes(fit.from)}–${minutes(fit.to)} min)`;
+    });
     verdicts.push({
       goal: `${name} RSS slope ≤ ${goals.rssSlopeMiBPerHour} MiB/h`,
-      actual: `${slope} ± ${standardError} MiB/h, the slope ± its standard error (${window})`,
-      // A shrinking process meets the goal; NaN (too few readings) does not.
-      met: slope <= goals.rssSlopeMiBPerHour,
+      actual: parts.length === 0 ? `no readings (${window})` : parts.join('; '),
+      // A shrinking process meets the goal. One started again too late for three readings after
+      // its own warm-up is reported, not judged; a service with no process judged does not meet it.
+      met:
+        judgedFits.length > 0 && judgedFits.every((fit) => fit.slope <= goals.rssSlopeMiBPerHour),
     });
   }
-  const redisReadings = (read: (redis: NonNullable<SoakSample['redis']>) => number | undefined) =>
+  const redisReadings = (
+    read: (redis: NonNullable<SoakSample['redis']>) => number | undefined,
+    ofProcess = false,
+  ) =>
     after.flatMap((s) => {
       const value = s.redis === undefined ? undefined : read(s.redis);
-      return value === undefined ? [] : [{ t: s.t, value }];
+      // The process's own memory, not the keys it holds, waits for its own warm-up.
+      const warm = !ofProcess || s.t >= (s.redis?.startedAtT ?? 0) + goals.warmupSeconds;
+      return value === undefined || !warm ? [] : [{ t: s.t, value }];
     });
-  for (const [what, readings, unit] of [
+  const redisStarts = [
+    ...new Set(
+      after.flatMap((s) =>
+        s.redis?.startedAtT !== undefined && s.redis.startedAtT > 0 ? [s.redis.startedAtT] : [],
+      ),
+    ),
+  ];
+  const memoryReadings = redisReadings((r) => r.usedMemoryBytes, true);
+  const memoryWindow =
+    redisStarts.length === 0
+      ? window
+      : `${memoryReadings.length} samples after ${round(goals.warmupSeconds / 60, 1)} min, and after ${round(goals.warmupSeconds / 60, 1)} min of Redis started again at ${redisStarts.map((t) => minutes(t)).join(', ')} min`;
+  for (const [what, readings, unit, of] of [
+    ['Redis used_memory', memoryReadings, (v: number) => `${round(v / MIB, 1)} MiB`, memoryWindow],
+    ['Redis key count', redisReadings((r) => r.keys), (v: number) => String(v), window],
     [
-      'Redis used_memory',
-      redisReadings((r) => r.usedMemoryBytes),
-      (v: number) => `${round(v / MIB, 1)} MiB`,
+      'Redis keys without a TTL',
+      redisReadings((r) => r.persistentKeys),
+      (v: number) => String(v),
+      window,
     ],
-    ['Redis key count', redisReadings((r) => r.keys), (v: number) => String(v)],
-    ['Redis keys without a TTL', redisReadings((r) => r.persistentKeys), (v: number) => String(v)],
   ] as const) {
     const values = readings.map((r) => r.value);
     const floors = baselines(readings, events);
@@ -243,7 +329,7 @@ export function soakVerdicts(
       actual:
         values.length === 0
           ? 'no readings'
-          : `baselines ${range(floors)}, ± ${round(spread * 100, 1)} % (${floors.length} intervals); every sample ${range(values)}, ± ${round(spreadAroundMedian(values) * 100, 1)} % (${window})`,
+          : `baselines ${range(floors)}, ± ${round(spread * 100, 1)} % (${floors.length} intervals); every sample ${range(values)}, ± ${round(spreadAroundMedian(values) * 100, 1)} % (${of})`,
       met: floors.length > 0 && spread <= goals.redisSpread,
     });
   }

@@ -53,8 +53,14 @@ export function metricValue(text: string, name: string): number | undefined {
   return undefined;
 }
 
-/** A Node service's memory and event-loop delay from its /metrics. */
-async function serviceSample(url: string): Promise<ProcessSample | undefined> {
+/**
+ * A Node service's memory, event-loop delay and start from its /metrics; `soakStartedAt`, ms
+ * since the epoch, is what its start is told relative to.
+ */
+async function serviceSample(
+  url: string,
+  soakStartedAt: number,
+): Promise<ProcessSample | undefined> {
   const response = await fetch(url, { signal: AbortSignal.timeout(PART_TIMEOUT_MS) });
   if (!response.ok) return undefined;
   const text = await response.text();
@@ -63,12 +69,14 @@ async function serviceSample(url: string): Promise<ProcessSample | undefined> {
   const heapTotal = metricValue(text, 'nodejs_heap_size_total_bytes');
   const external = metricValue(text, 'nodejs_external_memory_bytes');
   const lag = metricValue(text, 'nodejs_eventloop_lag_p99_seconds');
+  const started = metricValue(text, 'process_start_time_seconds');
   return {
     ...(rss === undefined ? {} : { rssBytes: rss }),
     ...(heap === undefined ? {} : { heapUsedBytes: heap }),
     ...(heapTotal === undefined ? {} : { heapTotalBytes: heapTotal }),
     ...(external === undefined ? {} : { externalBytes: external }),
     ...(lag === undefined ? {} : { lagP99Ms: round(lag * 1000, 2) }),
+    ...(started === undefined ? {} : { startedAtT: round(started - soakStartedAt / 1000, 1) }),
   };
 }
 
@@ -119,7 +127,9 @@ export class SoakSampler {
         (url, i) => [`slice-syncer-${i + 1}`, url] as [string, string],
       ),
     ];
-    const readings = await Promise.all(services.map(([, url]) => within(serviceSample(url))));
+    const readings = await Promise.all(
+      services.map(([, url]) => within(serviceSample(url, this.startedAt))),
+    );
     services.forEach(([name], i) => {
       const reading = readings[i];
       if (reading !== undefined) processes[name] = reading;
@@ -138,7 +148,7 @@ export class SoakSampler {
       heapUsedBytes: process.memoryUsage().heapUsed,
     };
     const [redis, queues, plugins] = await Promise.all([
-      within(this.redisReading()),
+      within(this.redisReading(t)),
       within(this.queueCounts()),
       within(this.pluginOutcomes()),
     ]);
@@ -164,15 +174,22 @@ export class SoakSampler {
     return this.syncerUrls;
   }
 
-  private async redisReading(): Promise<NonNullable<SoakSample['redis']>> {
-    const keyspace = await this.redis.info('keyspace');
+  /** Redis's reading at `t`, seconds since the soak started. */
+  private async redisReading(t: number): Promise<NonNullable<SoakSample['redis']>> {
+    const [keyspace, server] = await Promise.all([
+      this.redis.info('keyspace'),
+      this.redis.info('server'),
+    ]);
     // `db0:keys=1234,expires=56,avg_ttl=…`; no line when the database is empty.
     const match = /^db0:keys=(\d+),expires=(\d+)/m.exec(keyspace);
     const keys = Number(match?.[1] ?? 0);
+    const uptime = /^uptime_in_seconds:(\d+)/m.exec(server)?.[1];
+    if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
     return {
       ...(await redisMemory(this.redis)),
       keys,
       persistentKeys: keys - Number(match?.[2] ?? 0),
+      startedAtT: round(t - Number(uptime), 0),
     };
   }
 

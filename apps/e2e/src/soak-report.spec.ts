@@ -1,0 +1,143 @@
+import { rssFits, soakVerdicts } from '../bench/soak-report';
+import type { SoakGoals, SoakSample } from '../bench/soak-report';
+
+const MIB = 1024 * 1024;
+
+const goals: SoakGoals = {
+  warmupSeconds: 600,
+  rssSlopeMiBPerHour: 2,
+  redisSpread: 0.05,
+  lagP99Ms: 50,
+  queueBounds: {},
+};
+
+/**
+ * A minute-by-minute reading of one service for `minutes`, its RSS (MiB) and start (seconds since
+ * the soak started) given per minute.
+ */
+function samples(
+  minutes: number,
+  reading: (minute: number) => { rssMiB: number; startedAtT?: number } | undefined,
+): SoakSample[] {
+  return Array.from({ length: minutes + 1 }, (_, minute) => {
+    const r = reading(minute);
+    return {
+      t: minute * 60,
+      load: 0,
+      processes:
+        r === undefined
+          ? {}
+          : {
+              'slice-syncer-2': {
+                rssBytes: r.rssMiB * MIB,
+                ...(r.startedAtT === undefined ? {} : { startedAtT: r.startedAtT }),
+              },
+            },
+    };
+  });
+}
+
+function rssVerdict(run: SoakSample[]) {
+  const verdict = soakVerdicts(run, goals, ['slice-syncer-2'], { keys: 0, carryingLast: 0 }, [])[0];
+  if (verdict === undefined) throw new Error('no RSS verdict');
+  return verdict;
+}
+
+describe('the soak RSS verdict', () => {
+  it('judges a service started again after its own warm-up, not on its start-up', () => {
+    // Flat at 125 MiB until a SIGKILL at 27 minutes; the new process starts at 115 MiB, grows
+    // to 125 over its first 10 minutes, then stays flat.
+    const run = samples(60, (minute) => {
+      if (minute < 27) return { rssMiB: 125, startedAtT: -20 };
+      if (minute === 27) return undefined;
+      return { rssMiB: Math.min(125, 115 + (minute - 28)), startedAtT: 28 * 60 };
+    });
+
+    const fits = rssFits(run, goals.warmupSeconds);
+    expect(fits.map((f) => [f.startedAtT, f.from / 60, f.to / 60, f.slope])).toEqual([
+      [-20, 10, 26, 0],
+      [28 * 60, 38, 60, 0],
+    ]);
+    const verdict = rssVerdict(run);
+    expect(verdict.met).toBe(true);
+    expect(verdict.actual).toContain('the process started at 28 min: 0 ± 0 MiB/h');
+  });
+
+  it('still finds the growth of a service started again', () => {
+    const run = samples(60, (minute) =>
+      minute < 27
+        ? { rssMiB: 125, startedAtT: -20 }
+        : { rssMiB: 115 + (minute - 27) * 0.1, startedAtT: 27 * 60 },
+    );
+
+    const verdict = rssVerdict(run);
+    expect(verdict.met).toBe(false);
+    expect(verdict.actual).toContain('the process started at 27 min: 6 ± 0 MiB/h');
+  });
+
+  it('without starts (older results), judges the service as one process', () => {
+    const run = samples(60, (minute) => ({ rssMiB: minute < 30 ? 125 : 115 }));
+
+    const [fit] = rssFits(run, goals.warmupSeconds);
+    expect(fit?.startedAtT).toBeUndefined();
+    expect(fit?.slope).toBeLessThan(-2);
+    expect(rssVerdict(run).met).toBe(true);
+  });
+
+  it('leaves out a process started too late to be judged, and judges the one before it', () => {
+    const run = samples(20, (minute) =>
+      minute < 15
+        ? { rssMiB: 125, startedAtT: -20 }
+        : { rssMiB: 118 + minute, startedAtT: 15 * 60 },
+    );
+
+    const verdict = rssVerdict(run);
+    expect(verdict.met).toBe(true);
+    expect(verdict.actual).toContain(
+      'the process started at 15 min: too few samples after its warm-up to judge (0)',
+    );
+  });
+
+  it('does not meet the goal when no process had readings after its warm-up', () => {
+    expect(rssVerdict(samples(9, () => ({ rssMiB: 125, startedAtT: -20 }))).met).toBe(false);
+  });
+});
+
+describe('the soak Redis memory verdict', () => {
+  /** Redis's readings each minute for 60 minutes, restarted from its AOF at 39. */
+  function redisRun(usedMiB: (minute: number) => number): SoakSample[] {
+    return Array.from({ length: 61 }, (_, minute) => ({
+      t: minute * 60,
+      load: 0,
+      processes: {},
+      redis: {
+        usedMemoryBytes: usedMiB(minute) * MIB,
+        keys: 7030,
+        startedAtT: minute < 39 ? -30 : 39 * 60,
+      },
+    }));
+  }
+  const events = [10, 20, 30, 39, 40, 50].map((minute) => ({ t: minute * 60, what: 'event' }));
+  const memoryVerdict = (run: SoakSample[]) => {
+    const verdict = soakVerdicts(run, goals, [], { keys: 0, carryingLast: 0 }, events).find((v) =>
+      v.goal.startsWith('Redis used_memory'),
+    );
+    if (verdict === undefined) throw new Error('no Redis memory verdict');
+    return verdict;
+  };
+
+  it('judges a Redis restarted from its append-only file after its own warm-up', () => {
+    // The reloaded dataset is compact (5.9 MiB) and regrows to the 6.85 it held before.
+    const verdict = memoryVerdict(
+      redisRun((minute) => (minute < 39 || minute > 42 ? 6.85 : 5.9 + (minute - 39) * 0.3)),
+    );
+    expect(verdict.met).toBe(true);
+    expect(verdict.actual).toContain('and after 10 min of Redis started again at 39 min');
+  });
+
+  it('still finds growth after the restart', () => {
+    expect(
+      memoryVerdict(redisRun((minute) => (minute < 39 ? 6.85 : 6.85 + minute * 0.1))).met,
+    ).toBe(false);
+  });
+});
