@@ -298,10 +298,13 @@ export function soakVerdicts(
       const warm = !ofProcess || s.t >= (s.redis?.startedAtT ?? 0) + goals.warmupSeconds;
       return value === undefined || !warm ? [] : [{ t: s.t, value }];
     });
+  // Minutes: Redis's start is read from its uptime, a second off from one reading to the next.
   const redisStarts = [
     ...new Set(
       after.flatMap((s) =>
-        s.redis?.startedAtT !== undefined && s.redis.startedAtT > 0 ? [s.redis.startedAtT] : [],
+        s.redis?.startedAtT !== undefined && s.redis.startedAtT > 0
+          ? [minutes(s.redis.startedAtT)]
+          : [],
       ),
     ),
   ];
@@ -309,7 +312,7 @@ export function soakVerdicts(
   const memoryWindow =
     redisStarts.length === 0
       ? window
-      : `${memoryReadings.length} samples after ${round(goals.warmupSeconds / 60, 1)} min, and after ${round(goals.warmupSeconds / 60, 1)} min of Redis started again at ${redisStarts.map((t) => minutes(t)).join(', ')} min`;
+      : `${memoryReadings.length} samples after ${round(goals.warmupSeconds / 60, 1)} min, and after ${round(goals.warmupSeconds / 60, 1)} min of Redis started again at ${redisStarts.join(', ')} min`;
   for (const [what, readings, unit, of] of [
     ['Redis used_memory', memoryReadings, (v: number) => `${round(v / MIB, 1)} MiB`, memoryWindow],
     ['Redis key count', redisReadings((r) => r.keys), (v: number) => String(v), window],

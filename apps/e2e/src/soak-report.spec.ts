@@ -19,21 +19,16 @@ function samples(
   minutes: number,
   reading: (minute: number) => { rssMiB: number; startedAtT?: number } | undefined,
 ): SoakSample[] {
-  return Array.from({ length: minutes + 1 }, (_, minute) => {
+  return Array.from({ length: minutes + 1 }, (_, minute): SoakSample => {
     const r = reading(minute);
-    return {
-      t: minute * 60,
-      load: 0,
-      processes:
-        r === undefined
-          ? {}
-          : {
-              'slice-syncer-2': {
-                rssBytes: r.rssMiB * MIB,
-                ...(r.startedAtT === undefined ? {} : { startedAtT: r.startedAtT }),
-              },
-            },
-    };
+    const processes: SoakSample['processes'] = {};
+    if (r !== undefined) {
+      processes['slice-syncer-2'] = {
+        rssBytes: r.rssMiB * MIB,
+        ...(r.startedAtT === undefined ? {} : { startedAtT: r.startedAtT }),
+      };
+    }
+    return { t: minute * 60, load: 0, processes };
   });
 }
 
@@ -113,7 +108,8 @@ describe('the soak Redis memory verdict', () => {
       redis: {
         usedMemoryBytes: usedMiB(minute) * MIB,
         keys: 7030,
-        startedAtT: minute < 39 ? -30 : 39 * 60,
+        // Read from Redis's uptime: a second off from one reading to the next.
+        startedAtT: minute < 39 ? -30 : 39 * 60 + (minute % 2),
       },
     }));
   }
