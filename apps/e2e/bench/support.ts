@@ -239,11 +239,21 @@ export async function withSystem<T>(
 
 let interrupted = false;
 
-/** On SIGINT or SIGTERM: closes the running Systems, then exits. */
+/**
+ * On SIGINT or SIGTERM: closes the running Systems, then exits. Meanwhile the bench's own loops
+ * fail as the system goes away under them (the soak's churn publishing to a driver already
+ * stopped); their errors are reported in one line each and do not end the process before the
+ * Systems are closed, which would leave their services running.
+ */
 export function closeSystemsOnSignal(): void {
+  const whileClosing = (error: unknown): void => {
+    progress(`while stopping: ${error instanceof Error ? error.message : String(error)}`);
+  };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (interrupted) return;
     interrupted = true;
+    process.on('uncaughtException', whileClosing);
+    process.on('unhandledRejection', whileClosing);
     progress(`${signal}: stopping the system under test…`);
     void Promise.all([...running].map((system) => system.close())).finally(() => {
       process.exit(130);
