@@ -240,11 +240,18 @@ export function rssSlopes(
 ): Record<string, number> {
   const slopes: Record<string, number> = {};
   for (const fit of rssFits(samples, warmupSeconds)) {
-    const started = fit.startedAtT !== undefined && fit.startedAtT > 0;
-    slopes[started ? `${fit.name} started at ${minutes(fit.startedAtT ?? 0)} min` : fit.name] =
+    const started = startedDuringRun(fit);
+    slopes[started === undefined ? fit.name : `${fit.name} started at ${minutes(started)} min`] =
       fit.slope;
   }
   return slopes;
+}
+
+/** When a process started again during the run, seconds; undefined for one that ran from the start. */
+function startedDuringRun(process: { startedAtT?: number }): number | undefined {
+  return process.startedAtT !== undefined && process.startedAtT > 0
+    ? process.startedAtT
+    : undefined;
 }
 
 /** Seconds as minutes with one decimal. */
@@ -271,10 +278,9 @@ export function soakVerdicts(
     const own = fits.filter((fit) => fit.name === name);
     const judgedFits = own.filter((fit) => fit.readings >= 3);
     const parts = own.map((fit) => {
+      const startedAt = startedDuringRun(fit);
       const started =
-        fit.startedAtT !== undefined && fit.startedAtT > 0
-          ? `the process started at ${minutes(fit.startedAtT)} min: `
-          : '';
+        startedAt === undefined ? '' : `the process started at ${minutes(startedAt)} min: `;
       return fit.readings < 3
         ? `${started}too few samples after its warm-up to judge (${fit.readings})`
         : `${started}${fit.slope} ± ${fit.standardError} MiB/h, the slope ± its standard error (${fit.readings} samples, ${minutes(fit.from)}–${minutes(fit.to)} min)`;
@@ -301,11 +307,10 @@ export function soakVerdicts(
   // Minutes: Redis's start is read from its uptime, a second off from one reading to the next.
   const redisStarts = [
     ...new Set(
-      after.flatMap((s) =>
-        s.redis?.startedAtT !== undefined && s.redis.startedAtT > 0
-          ? [minutes(s.redis.startedAtT)]
-          : [],
-      ),
+      after.flatMap((s) => {
+        const started = s.redis === undefined ? undefined : startedDuringRun(s.redis);
+        return started === undefined ? [] : [minutes(started)];
+      }),
     ),
   ];
   const memoryReadings = redisReadings((r) => r.usedMemoryBytes, true);

@@ -176,14 +176,11 @@ export class SoakSampler {
 
   /** Redis's reading at `t`, seconds since the soak started. */
   private async redisReading(t: number): Promise<NonNullable<SoakSample['redis']>> {
-    const [keyspace, server] = await Promise.all([
-      this.redis.info('keyspace'),
-      this.redis.info('server'),
-    ]);
+    const info = await this.redis.info('keyspace', 'server');
     // `db0:keys=1234,expires=56,avg_ttl=…`; no line when the database is empty.
-    const match = /^db0:keys=(\d+),expires=(\d+)/m.exec(keyspace);
+    const match = /^db0:keys=(\d+),expires=(\d+)/m.exec(info);
     const keys = Number(match?.[1] ?? 0);
-    const uptime = /^uptime_in_seconds:(\d+)/m.exec(server)?.[1];
+    const uptime = /^uptime_in_seconds:(\d+)/m.exec(info)?.[1];
     if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
     return {
       ...(await redisMemory(this.redis)),

@@ -24,7 +24,8 @@
  * events and verdicts go to bench/results/<date>-soak.json, one SVG chart per series beside it
  * (bench/results/<date>-soak-<series>.svg), verdicts to stdout. SOAK_MINUTES (60) shortens the
  * run; SOAK_WARMUP_MINUTES (10) is the part not judged, of the run and of every process (the
- * syncer started again after its SIGKILL is judged from its own 10th minute). SOAK_SERVICE_ENV
+ * syncer started again after its SIGKILL, and Redis's memory after its restart, are judged from
+ * their own 10th minute). SOAK_SERVICE_ENV
  * adds settings to every service (`NAME=value`, space-separated, e.g. `MALLOC_ARENA_MAX=2`), to
  * try a runtime or allocator setting against the same churn.
  */

@@ -1,5 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage } from '@slicekeeper/errors';
 import type { RedisClient } from '@slicekeeper/queue';
 import { System } from '../src/harness';
 import type { EmulatorClient, SystemOptions } from '../src/harness';
@@ -247,7 +248,7 @@ let interrupted = false;
  */
 export function closeSystemsOnSignal(): void {
   const whileClosing = (error: unknown): void => {
-    progress(`while stopping: ${error instanceof Error ? error.message : String(error)}`);
+    progress(`while stopping: ${errorMessage(error)}`);
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (interrupted) return;
