@@ -87,7 +87,8 @@ export interface CoalescingWriterOptions {
  * merged into it (the newest {@link MAX_SNAPSHOT_TRACE_LINKS} in all), whose traceparents are
  * written into the snapshot for the syncer. A failed write ends its span with status error; its
  * retry has a span of its own. The sync the store owes is asked for in a `publish sync` span,
- * its child, while the store span is still open.
+ * its child, while the store span is still open. A store that wrote nothing but still owes a sync
+ * (`unsynced`) joins the sync an earlier store is yet to ask for: that one stays its parent.
  */
 export class CoalescingWriter {
   private readonly options: CoalescingWriterOptions;
@@ -269,22 +270,24 @@ export class CoalescingWriter {
       links: received.slice(0, -1).map((context) => ({ context })),
       ...(parent === undefined ? {} : { parent }),
     });
-    let owes: boolean;
+    let stored: { result: StoreResult; owes: boolean };
     try {
-      owes = await tracing.within(span, async () => {
+      stored = await tracing.within(span, async () => {
         const result = await this.store(write, received.map(formatTraceparent));
         span.setAttribute(ATTR_SLICEKEEPER_OUTCOME, result.kind);
         if (result.kind === 'stored') {
           span.setAttribute(ATTR_SLICEKEEPER_SNAPSHOT_GENERATION, result.generation);
         }
-        return this.record(write, result);
+        return { result, owes: this.record(write, result) };
       });
     } catch (error) {
       span.end();
       throw error;
     }
-    if (owes) {
-      // Ended once the sync it owes is asked for (or by a later store that owes it too).
+    // A store that wrote nothing while an earlier one's sync is still to be asked for owes that
+    // same sync: it is asked for under the store that wrote the snapshot, in the change's trace.
+    if (stored.owes && !(stored.result.kind === 'unsynced' && this.owedBy?.span !== undefined)) {
+      // Ended once the sync it owes is asked for (or by a later store that owes a newer one).
       this.owedBy?.span?.end();
       this.owedBy = { span, context: span.spanContext() };
     } else {

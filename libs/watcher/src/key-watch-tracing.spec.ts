@@ -23,9 +23,13 @@ const A = 'unix:///run/gpu/a.sock';
 const DRIVER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 const OTHER_DRIVER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
-/** A writer whose first `failures` stores fail, as when Redis drops the connection. */
+/**
+ * A writer whose first `failures` stores fail, as when Redis drops the connection; with
+ * `owesSync`, an equal store answers `unsynced`, as while no sync of the snapshot has finished.
+ */
 class FlakyWriter extends MemoryWriter {
   failures = 0;
+  owesSync = false;
   override async store(
     key: SliceKey,
     endpoint: string,
@@ -38,7 +42,8 @@ class FlakyWriter extends MemoryWriter {
       await Promise.resolve();
       throw new Error('connection lost');
     }
-    return super.store(key, endpoint, inventory, receivedAt, traceparents);
+    const result = await super.store(key, endpoint, inventory, receivedAt, traceparents);
+    return this.owesSync && result.kind === 'unchanged' ? { kind: 'unsynced' } : result;
   }
 }
 
@@ -191,6 +196,30 @@ describe('KeyWatch tracing', () => {
     expect(recorded.named('publish sync').map((s) => s.parentSpanContext?.spanId)).toEqual([
       merged?.spanContext().spanId,
     ]);
+  });
+
+  it('asks for the sync a change owes under its store when the same inventory follows before it is asked for', async () => {
+    writer.owesSync = true;
+    await settle();
+    connector.last(A).send(gpus(2), DRIVER);
+    // The change's store is in flight: the copy is stored next, before the sync is asked for.
+    connector.last(A).send(gpus(2), OTHER_DRIVER);
+    await settle();
+
+    const stores = recorded.named('store snapshot');
+    expect(stores.map((s) => s.attributes['slicekeeper.outcome']).sort()).toEqual([
+      'stored',
+      'unsynced',
+    ]);
+    const change = stores.find((s) => s.attributes['slicekeeper.outcome'] === 'stored');
+    const copy = stores.find((s) => s.attributes['slicekeeper.outcome'] === 'unsynced');
+    expect(change?.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(copy?.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    // One sync, in the change's trace: the copy added nothing to it.
+    expect(recorded.named('publish sync').map((s) => s.parentSpanContext?.spanId)).toEqual([
+      change?.spanContext().spanId,
+    ]);
+    expect(queue.reasons()).toEqual(['first-snapshot']);
   });
 
   it('ignores a traceparent that is not one: warned once naming the rule, the message stored', async () => {
