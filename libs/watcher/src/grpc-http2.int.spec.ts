@@ -1,13 +1,19 @@
 import { constants as http2 } from 'node:http2';
 import type { ServerHttp2Stream } from 'node:http2';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import { status } from '@grpc/grpc-js';
 import { waitFor } from '@slicekeeper/testing';
+import { GrpcCall } from './grpc-http2';
 import { GrpcSessionPool } from './grpc-session';
 import type { GrpcCallStatus } from './grpc-status';
 import { GRPC_HEADERS, OK_TRAILERS, framed, rawServer, startCall } from './testing/raw-grpc-server';
 
 type Script = (stream: ServerHttp2Stream) => void;
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 /** Answers with gRPC headers and a message, then resets the stream with `code`. */
 function resetAfterMessage(code: number): Script {
@@ -391,6 +397,45 @@ describe('GrpcCall', () => {
     for (const session of server.sessions) session.destroy();
 
     expect(await ended).toEqual({ code: status.UNAVAILABLE, details: 'connection lost' });
+  });
+
+  it.each([
+    ['without a deadline', undefined],
+    ['with a deadline', 60_000],
+  ])('keeps no hold on its request once sent, %s', async (_, timeoutMs) => {
+    // A watch lasts as long as its plugin, and its request is usually a slice of Node's Buffer
+    // pool: holding it would keep the pool's whole slab.
+    const received: Buffer[] = [];
+    const server = await serve((stream) => {
+      stream.on('data', (chunk: Buffer) => received.push(chunk));
+      stream.on('end', () => {
+        stream.respond(GRPC_HEADERS);
+        stream.write(framed(Buffer.from('first')));
+      });
+    });
+    const pool = new GrpcSessionPool();
+    const session = pool.acquire(server.target);
+    const messages: Buffer[] = [];
+    const open = () => {
+      const request = Buffer.from('node-1');
+      const call = new GrpcCall({
+        session,
+        path: '/test.Service/Method',
+        request,
+        maxMessageBytes: 1024,
+        timeoutMs,
+        listener: { message: (bytes) => messages.push(bytes), status: () => undefined },
+      });
+      return { call, request: new WeakRef(request) };
+    };
+    const { call, request } = open();
+    await waitFor(() => messages.length === 1, { description: 'the first message' });
+    collectGarbage();
+
+    expect(Buffer.concat(received)).toEqual(framed(Buffer.from('node-1')));
+    expect(request.deref()).toBeUndefined();
+    call.cancel();
+    pool.release(session, false);
   });
 
   it('reports a refused connection as UNAVAILABLE, naming the cause', async () => {
