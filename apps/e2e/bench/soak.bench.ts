@@ -385,7 +385,9 @@ async function main(): Promise<void> {
   try {
     results = await withSystem(
       {
-        name: 'bench-soak',
+        // Its own log directory (reports/e2e/<name>): the sampler finds the syncers' metrics in
+        // their logs, and a second soak under the same name would wipe and overwrite them.
+        name: `bench-soak-${process.pid}`,
         nodes,
         syncerReplicas: 2,
         redisAppendOnly: true,
