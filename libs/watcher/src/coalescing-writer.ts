@@ -270,9 +270,9 @@ export class CoalescingWriter {
       links: received.slice(0, -1).map((context) => ({ context })),
       ...(parent === undefined ? {} : { parent }),
     });
-    let stored: { result: StoreResult; owes: boolean };
+    let outcome: { result: StoreResult; owes: boolean };
     try {
-      stored = await tracing.within(span, async () => {
+      outcome = await tracing.within(span, async () => {
         const result = await this.store(write, received.map(formatTraceparent));
         span.setAttribute(ATTR_SLICEKEEPER_OUTCOME, result.kind);
         if (result.kind === 'stored') {
@@ -284,9 +284,10 @@ export class CoalescingWriter {
       span.end();
       throw error;
     }
-    // A store that wrote nothing while an earlier one's sync is still to be asked for owes that
-    // same sync: it is asked for under the store that wrote the snapshot, in the change's trace.
-    if (stored.owes && !(stored.result.kind === 'unsynced' && this.owedBy?.span !== undefined)) {
+    // A store that wrote nothing owes the sync an earlier store is yet to ask for, if any: that
+    // one stays its parent, so the enqueue is in the trace of the change that wrote the snapshot.
+    const joinsEarlier = outcome.result.kind === 'unsynced' && this.owedBy?.span !== undefined;
+    if (outcome.owes && !joinsEarlier) {
       // Ended once the sync it owes is asked for (or by a later store that owes a newer one).
       this.owedBy?.span?.end();
       this.owedBy = { span, context: span.spanContext() };
