@@ -222,15 +222,18 @@ function stream(ctx: HandlerContext, req: ApiRequest, res: ServerResponse, plan:
   const deadline = Date.now() + plan.timeoutS * 1000;
   timers.push(setTimeout(finish, Math.max(0, plan.timeoutS * 1000)));
   if (plan.bookmarks) {
+    // Every minute, and a last one two seconds before the deadline; once that last one is
+    // written nothing is scheduled after it (a timer may fire a millisecond before the wall
+    // clock says it is due, which must not read as time for another).
     const schedule = (from: number) => {
-      let at = from + BOOKMARK_INTERVAL_MS;
-      if (deadline - 2000 < at) at = deadline - 2000;
+      const last = deadline - 2000 < from + BOOKMARK_INTERVAL_MS;
+      const at = last ? deadline - 2000 : from + BOOKMARK_INTERVAL_MS;
       if (at <= Date.now()) return;
       timers.push(
         setTimeout(() => {
           if (closed) return;
           res.write(bookmark(false));
-          schedule(Date.now());
+          if (!last) schedule(Date.now());
         }, at - Date.now()),
       );
     };
