@@ -15,6 +15,11 @@ export interface ProcessSample {
    * external memory it tells where an RSS that grows while the heap used does not has gone.
    */
   heapTotalBytes?: number;
+  /**
+   * V8's committed size of each heap space (new, old, code, large_object, …), bytes: where in
+   * the heap committed a step after a storm of reconnects is.
+   */
+  heapSpacesBytes?: Record<string, number>;
   /** Memory of ArrayBuffers and other objects outside the heap that V8 knows of, bytes. */
   externalBytes?: number;
   /** p99 of the event-loop delay over the 10 s since the previous reading, ms. */
@@ -193,41 +198,130 @@ export interface RssFit {
   standardError: number;
 }
 
+/** The judged readings of one process (one start of a service). */
+interface JudgedProcess {
+  name: string;
+  startedAtT?: number;
+  /** When its judged part begins, seconds since the soak started. */
+  judgedFrom: number;
+  readings: { t: number; reading: ProcessSample }[];
+}
+
 /**
- * One RSS line per process: per service, and per start of it where a service was started again.
- * Each process is judged after the warm-up of the run and after its own first `warmupSeconds`, as
- * the goal reads ("after the first 10 minutes"): a syncer the soak SIGKILLed and started again at
- * 27 minutes is judged from 37, not on its start-up beside its predecessor's last readings.
+ * The readings of every process that are judged: per service, and per start of it where a
+ * service was started again. Each process is judged after the warm-up of the run and after its
+ * own first `warmupSeconds`, as the goal reads ("after the first 10 minutes"): a syncer the soak
+ * SIGKILLed and started again at 27 minutes is judged from 37, not on its start-up beside its
+ * predecessor's last readings.
  */
-export function rssFits(samples: readonly SoakSample[], warmupSeconds: number): RssFit[] {
-  const fits: RssFit[] = [];
+function judgedProcesses(samples: readonly SoakSample[], warmupSeconds: number): JudgedProcess[] {
+  const judged: JudgedProcess[] = [];
   for (const name of processNames(samples)) {
-    const starts = new Map<number | undefined, [number, number][]>();
+    const starts = new Map<number | undefined, { t: number; reading: ProcessSample }[]>();
     for (const s of samples) {
       const reading = s.processes[name];
       if (reading?.rssBytes === undefined) continue;
       const startedAtT =
         reading.startedAtT === undefined ? undefined : Math.round(reading.startedAtT);
-      const points = starts.get(startedAtT) ?? [];
-      points.push([s.t, reading.rssBytes]);
-      starts.set(startedAtT, points);
+      const readings = starts.get(startedAtT) ?? [];
+      readings.push({ t: s.t, reading });
+      starts.set(startedAtT, readings);
     }
     for (const [startedAtT, all] of starts) {
       const judgedFrom = Math.max(warmupSeconds, (startedAtT ?? 0) + warmupSeconds);
-      const points = all.filter(([t]) => t >= judgedFrom);
-      const fit = leastSquaresFit(points.map(([t, rss]) => [t / 3600, rss / MIB]));
-      fits.push({
+      judged.push({
         name,
         ...(startedAtT === undefined ? {} : { startedAtT }),
-        from: points[0]?.[0] ?? judgedFrom,
-        to: points.at(-1)?.[0] ?? judgedFrom,
-        readings: points.length,
-        slope: round(fit.slope, 2),
-        standardError: round(fit.standardError, 2),
+        judgedFrom,
+        readings: all.filter(({ t }) => t >= judgedFrom),
       });
     }
   }
-  return fits;
+  return judged;
+}
+
+/** One RSS line per process over the part of it that is judged ({@link judgedProcesses}). */
+export function rssFits(samples: readonly SoakSample[], warmupSeconds: number): RssFit[] {
+  return judgedProcesses(samples, warmupSeconds).map(
+    ({ name, startedAtT, judgedFrom, readings }) => {
+      const fit = leastSquaresFit(
+        readings.map(({ t, reading }) => [t / 3600, (reading.rssBytes ?? 0) / MIB]),
+      );
+      return {
+        name,
+        ...(startedAtT === undefined ? {} : { startedAtT }),
+        from: readings[0]?.t ?? judgedFrom,
+        to: readings.at(-1)?.t ?? judgedFrom,
+        readings: readings.length,
+        slope: round(fit.slope, 2),
+        standardError: round(fit.standardError, 2),
+      };
+    },
+  );
+}
+
+/** Where one Node process's memory went: its means over two windows of its judged part, MiB. */
+export interface MemoryGrowth {
+  name: string;
+  startedAtT?: number;
+  /** The windows: the first `windowSeconds` judged and the last, seconds since the soak started. */
+  first: readonly [number, number];
+  last: readonly [number, number];
+  /**
+   * RSS, V8's heap committed and used, memory outside V8's heap (RSS less heap committed: the
+   * allocator's, code, stacks and files mapped), and the heap committed per V8 space; each the
+   * mean over the first window and over the last.
+   */
+  parts: Record<string, { first: number; last: number }>;
+}
+
+/**
+ * Per Node process, its memory over the first `windowSeconds` of its judged part against the last
+ * `windowSeconds` (5 minutes by default): which part of a rising RSS rose (V8's old space, its
+ * code space, or memory outside the heap), for the soak's table beside its verdicts.
+ */
+export function memoryGrowth(
+  samples: readonly SoakSample[],
+  warmupSeconds: number,
+  windowSeconds = 300,
+): MemoryGrowth[] {
+  const growth: MemoryGrowth[] = [];
+  for (const { name, startedAtT, readings } of judgedProcesses(samples, warmupSeconds)) {
+    const withHeap = readings.filter(({ reading }) => reading.heapTotalBytes !== undefined);
+    const start = withHeap[0]?.t;
+    const end = withHeap.at(-1)?.t;
+    if (start === undefined || end === undefined || end - start < 2 * windowSeconds) continue;
+    const first = withHeap.filter(({ t }) => t < start + windowSeconds).map((r) => r.reading);
+    const last = withHeap.filter(({ t }) => t > end - windowSeconds).map((r) => r.reading);
+    const mean = (window: ProcessSample[], part: (p: ProcessSample) => number | undefined) =>
+      round(window.reduce((sum, p) => sum + (part(p) ?? 0), 0) / window.length / MIB, 1);
+    const parts: MemoryGrowth['parts'] = {};
+    const add = (label: string, part: (p: ProcessSample) => number | undefined) => {
+      parts[label] = { first: mean(first, part), last: mean(last, part) };
+    };
+    add('RSS', (p) => p.rssBytes);
+    add('heap committed', (p) => p.heapTotalBytes);
+    add('heap used', (p) => p.heapUsedBytes);
+    add('outside the heap', (p) => (p.rssBytes ?? 0) - (p.heapTotalBytes ?? 0));
+    // The spaces V8 committed anything to (most of its 13 stay empty in a service).
+    const spaces = new Set(
+      withHeap.flatMap(({ reading }) =>
+        Object.entries(reading.heapSpacesBytes ?? {})
+          .filter(([, bytes]) => bytes > 0)
+          .map(([space]) => space),
+      ),
+    );
+    for (const space of [...spaces].sort())
+      add(`${space} space`, (p) => p.heapSpacesBytes?.[space]);
+    growth.push({
+      name,
+      ...(startedAtT === undefined ? {} : { startedAtT }),
+      first: [start, start + windowSeconds],
+      last: [end - windowSeconds, end],
+      parts,
+    });
+  }
+  return growth;
 }
 
 /**

@@ -54,6 +54,22 @@ export function metricValue(text: string, name: string): number | undefined {
 }
 
 /**
+ * The values of metric `name` by the value of its label `label`, e.g. V8's committed size per
+ * heap space from `nodejs_heap_space_size_total_bytes{space="old",…}`.
+ */
+export function metricValuesBy(text: string, name: string, label: string): Record<string, number> {
+  const byLabel: Record<string, number> = {};
+  const labelled = new RegExp(`[{,]${label}="([^"]*)"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const key = labelled.exec(line)?.[1];
+    const value = Number(line.split(' ').at(-1));
+    if (key !== undefined && Number.isFinite(value)) byLabel[key] = value;
+  }
+  return byLabel;
+}
+
+/**
  * A Node service's memory, event-loop delay and start from its /metrics; `soakStartedAt`, ms
  * since the epoch, is what its start is told relative to.
  */
@@ -70,10 +86,12 @@ async function serviceSample(
   const external = metricValue(text, 'nodejs_external_memory_bytes');
   const lag = metricValue(text, 'nodejs_eventloop_lag_p99_seconds');
   const started = metricValue(text, 'process_start_time_seconds');
+  const spaces = metricValuesBy(text, 'nodejs_heap_space_size_total_bytes', 'space');
   return {
     ...(rss === undefined ? {} : { rssBytes: rss }),
     ...(heap === undefined ? {} : { heapUsedBytes: heap }),
     ...(heapTotal === undefined ? {} : { heapTotalBytes: heapTotal }),
+    ...(Object.keys(spaces).length === 0 ? {} : { heapSpacesBytes: spaces }),
     ...(external === undefined ? {} : { externalBytes: external }),
     ...(lag === undefined ? {} : { lagP99Ms: round(lag * 1000, 2) }),
     ...(started === undefined ? {} : { startedAtT: round(started - soakStartedAt / 1000, 1) }),

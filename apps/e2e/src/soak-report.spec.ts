@@ -1,4 +1,4 @@
-import { rssFits, soakVerdicts } from '../bench/soak-report';
+import { memoryGrowth, rssFits, soakVerdicts } from '../bench/soak-report';
 import type { SoakGoals, SoakSample } from '../bench/soak-report';
 
 const MIB = 1024 * 1024;
@@ -135,5 +135,45 @@ describe('the soak Redis memory verdict', () => {
     expect(
       memoryVerdict(redisRun((minute) => (minute < 39 ? 6.85 : 6.85 + minute * 0.1))).met,
     ).toBe(false);
+  });
+});
+
+describe('where the soak says a process memory went', () => {
+  /** 30 minutes of one watcher: its old space steps up 4 MiB at 20 minutes, the rest flat. */
+  const run = Array.from({ length: 31 }, (_, minute): SoakSample => {
+    const old = minute < 20 ? 40 : 44;
+    return {
+      t: minute * 60,
+      load: 0,
+      processes: {
+        'plugin-watcher': {
+          rssBytes: (100 + old) * MIB,
+          heapTotalBytes: (8 + old) * MIB,
+          heapUsedBytes: 30 * MIB,
+          heapSpacesBytes: { new: 8 * MIB, old: old * MIB, shared: 0 },
+          startedAtT: -5,
+        },
+        redis: { rssBytes: 20 * MIB },
+      },
+    };
+  });
+
+  it('compares the first 5 judged minutes with the last 5, part by part, for Node processes', () => {
+    const [watcher, ...others] = memoryGrowth(run, 600);
+    expect(others).toEqual([]);
+    expect(watcher?.first).toEqual([600, 900]);
+    expect(watcher?.last).toEqual([1500, 1800]);
+    expect(watcher?.parts).toEqual({
+      RSS: { first: 140, last: 144 },
+      'heap committed': { first: 48, last: 52 },
+      'heap used': { first: 30, last: 30 },
+      'outside the heap': { first: 92, last: 92 },
+      'new space': { first: 8, last: 8 },
+      'old space': { first: 40, last: 44 },
+    });
+  });
+
+  it('leaves out a process with under two windows judged', () => {
+    expect(memoryGrowth(run, 1500)).toEqual([]);
   });
 });
