@@ -269,8 +269,9 @@ export interface MemoryGrowth {
   last: readonly [number, number];
   /**
    * RSS, V8's heap committed and used, memory outside V8's heap (RSS less heap committed: the
-   * allocator's, code, stacks and files mapped), and the heap committed per V8 space; each the
-   * mean over the first window and over the last.
+   * allocator's, files mapped, stacks, V8's mappings beyond its spaces), and the heap committed
+   * per V8 space; each the mean over the first window and over the last (NaN where no reading of
+   * a window has the part).
    */
   parts: Record<string, { first: number; last: number }>;
 }
@@ -293,8 +294,13 @@ export function memoryGrowth(
     if (start === undefined || end === undefined || end - start < 2 * windowSeconds) continue;
     const first = withHeap.filter(({ t }) => t < start + windowSeconds).map((r) => r.reading);
     const last = withHeap.filter(({ t }) => t > end - windowSeconds).map((r) => r.reading);
-    const mean = (window: ProcessSample[], part: (p: ProcessSample) => number | undefined) =>
-      round(window.reduce((sum, p) => sum + (part(p) ?? 0), 0) / window.length / MIB, 1);
+    // Over the readings that have the part: a reading without a space is not a space at zero.
+    const mean = (window: ProcessSample[], part: (p: ProcessSample) => number | undefined) => {
+      const values = window.map(part).filter((v): v is number => v !== undefined);
+      return values.length === 0
+        ? Number.NaN
+        : round(values.reduce((sum, v) => sum + v, 0) / values.length / MIB, 1);
+    };
     const parts: MemoryGrowth['parts'] = {};
     const add = (label: string, part: (p: ProcessSample) => number | undefined) => {
       parts[label] = { first: mean(first, part), last: mean(last, part) };
@@ -302,7 +308,11 @@ export function memoryGrowth(
     add('RSS', (p) => p.rssBytes);
     add('heap committed', (p) => p.heapTotalBytes);
     add('heap used', (p) => p.heapUsedBytes);
-    add('outside the heap', (p) => (p.rssBytes ?? 0) - (p.heapTotalBytes ?? 0));
+    add('outside the heap', (p) =>
+      p.rssBytes === undefined || p.heapTotalBytes === undefined
+        ? undefined
+        : p.rssBytes - p.heapTotalBytes,
+    );
     // The spaces V8 committed anything to (most of its 13 stay empty in a service).
     const spaces = new Set(
       withHeap.flatMap(({ reading }) =>
@@ -503,6 +513,36 @@ function tickStep(span: number, count: number): number {
   const power = 10 ** Math.floor(Math.log10(raw));
   const [step = 1] = [1, 2, 5, 10].filter((m) => m * power >= raw);
   return step * power;
+}
+
+/**
+ * Where each Node process's memory went, a row per part (RSS, heap committed, each V8 space,
+ * outside the heap): its mean over the first 5 judged minutes and over the last 5, MiB.
+ */
+export function memoryGrowthLines(growth: readonly MemoryGrowth[]): string[] {
+  if (growth.length === 0) return [];
+  const label = (g: MemoryGrowth) =>
+    `${g.name}${g.startedAtT !== undefined && g.startedAtT > 0 ? ` (started at ${round(g.startedAtT / 60, 1)} min)` : ''}, ${round(g.first[0] / 60, 1)}–${round(g.first[1] / 60, 1)} → ${round(g.last[0] / 60, 1)}–${round(g.last[1] / 60, 1)} min`;
+  const parts = [...new Set(growth.flatMap((g) => Object.keys(g.parts)))];
+  return [
+    "Where the memory went: each part's mean over a process's first 5 judged minutes → its last 5, MiB",
+    '',
+    `| part | ${growth.map(label).join(' | ')} |`,
+    `| --- | ${growth.map(() => '---').join(' | ')} |`,
+    ...parts.map(
+      (part) =>
+        `| ${part} | ${growth
+          .map((g) => {
+            const p = g.parts[part];
+            if (p === undefined) return '';
+            if (Number.isNaN(p.first) || Number.isNaN(p.last)) return `${p.first} → ${p.last}`;
+            const change = round(p.last - p.first, 1);
+            return `${p.first} → ${p.last} (${change >= 0 ? '+' : ''}${change})`;
+          })
+          .join(' | ')} |`,
+    ),
+    '',
+  ];
 }
 
 /**

@@ -46,7 +46,13 @@ import { API_POD, podCgroups, SYNCER_POD, WATCHER_POD } from './pod-limits';
 import type { PodLimits } from './pod-limits';
 import { machineInfo } from './report';
 import { SOAK_QUEUES, SoakSampler } from './soak-sampler';
-import { memoryGrowth, rssSlopes, soakCharts, soakVerdicts } from './soak-report';
+import {
+  memoryGrowth,
+  memoryGrowthLines,
+  rssSlopes,
+  soakCharts,
+  soakVerdicts,
+} from './soak-report';
 import type { MemoryGrowth } from './soak-report';
 import type { KeysAtEnd, SoakEvent, SoakGoals, SoakSample, SoakVerdict } from './soak-report';
 import { round } from './stats';
@@ -441,35 +447,6 @@ async function main(): Promise<void> {
   progress(
     `results written to ${path} (charts beside it), queues ${Object.keys(SOAK_QUEUES).join(', ')}`,
   );
-}
-
-/**
- * Where each Node process's memory went, a row per part (RSS, heap committed, each V8 space,
- * outside the heap): its mean over the first 5 judged minutes and over the last 5, MiB.
- */
-function memoryGrowthLines(growth: readonly MemoryGrowth[]): string[] {
-  if (growth.length === 0) return [];
-  const label = (g: MemoryGrowth) =>
-    `${g.name}${g.startedAtT !== undefined && g.startedAtT > 0 ? ` (started at ${round(g.startedAtT / 60, 1)} min)` : ''}, ${round(g.first[0] / 60, 1)}–${round(g.first[1] / 60, 1)} → ${round(g.last[0] / 60, 1)}–${round(g.last[1] / 60, 1)} min`;
-  const parts = [...new Set(growth.flatMap((g) => Object.keys(g.parts)))];
-  return [
-    "Where the memory went: each part's mean over a process's first 5 judged minutes → its last 5, MiB",
-    '',
-    `| part | ${growth.map(label).join(' | ')} |`,
-    `| --- | ${growth.map(() => '---').join(' | ')} |`,
-    ...parts.map(
-      (part) =>
-        `| ${part} | ${growth
-          .map((g) => {
-            const p = g.parts[part];
-            return p === undefined
-              ? ''
-              : `${p.first} → ${p.last} (${p.last - p.first >= 0 ? '+' : ''}${round(p.last - p.first, 1)})`;
-          })
-          .join(' | ')} |`,
-    ),
-    '',
-  ];
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import { memoryGrowth, rssFits, soakVerdicts } from '../bench/soak-report';
+import { memoryGrowth, memoryGrowthLines, rssFits, soakVerdicts } from '../bench/soak-report';
 import type { SoakGoals, SoakSample } from '../bench/soak-report';
 
 const MIB = 1024 * 1024;
@@ -171,6 +171,13 @@ describe('where the soak says a process memory went', () => {
       'new space': { first: 8, last: 8 },
       'old space': { first: 40, last: 44 },
     });
+  });
+
+  it('prints a row per part with its change, a column per process', () => {
+    const lines = memoryGrowthLines(memoryGrowth(run, 600));
+    expect(lines[2]).toBe('| part | plugin-watcher, 10–15 → 25–30 min |');
+    expect(lines).toContain('| old space | 40 → 44 (+4) |');
+    expect(lines).toContain('| heap used | 30 → 30 (+0) |');
   });
 
   it('leaves out a process with under two windows judged', () => {
