@@ -53,8 +53,14 @@ import {
   soakCharts,
   soakVerdicts,
 } from './soak-report';
-import type { MemoryGrowth } from './soak-report';
-import type { KeysAtEnd, SoakEvent, SoakGoals, SoakSample, SoakVerdict } from './soak-report';
+import type {
+  KeysAtEnd,
+  MemoryGrowth,
+  SoakEvent,
+  SoakGoals,
+  SoakSample,
+  SoakVerdict,
+} from './soak-report';
 import { round } from './stats';
 import { closeSystemsOnSignal, progress, withSystem } from './support';
 
