@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { dockerfileStages } from '@slicekeeper/deploy';
 import { repoRoot } from '@slicekeeper/testing';
 import { ProductionTree, System, gpuInventory, publishes } from './harness';
 import type { ExampleDriverProcess, ResourceSlice } from './harness';
@@ -90,7 +91,9 @@ describe('the compiled services (what the images run)', () => {
     await tree?.close();
   });
 
-  it('runs every service and driver as `node apps/<app>/dist/main.js` with NODE_ENV=production and jemalloc', async () => {
+  it('runs every service and driver as its image’s CMD (`node apps/<app>/dist/main.js`) with NODE_ENV=production and jemalloc', async () => {
+    const stages = dockerfileStages(await readFile(join(repoRoot, 'docker/Dockerfile'), 'utf8'));
+    const cmd = (app: string) => stages.find((stage) => stage.name === app)?.cmd ?? [];
     const processes = [
       ['registration-api', system.servicePid('registration-api')],
       ['plugin-watcher', system.servicePid('plugin-watcher')],
@@ -99,8 +102,9 @@ describe('the compiled services (what the images run)', () => {
     ] as const;
     expect(processes).toHaveLength(6);
     for (const [app, pid] of processes) {
+      expect(cmd(app)[0]).toBe('node');
       expect(await launched(pid)).toEqual({
-        argv: [process.execPath, `apps/${app}/dist/main.js`],
+        argv: [process.execPath, ...cmd(app).slice(1)],
         cwd: productionTree().root,
         nodeEnv: 'production',
         jemalloc: true,

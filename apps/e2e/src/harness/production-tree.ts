@@ -24,6 +24,8 @@ export class ProductionTree {
     readonly packages: ReadonlySet<string>,
     /** The variables the images set (the runtime stage's `ENV`): NODE_ENV, LD_PRELOAD, … */
     readonly env: Readonly<Record<string, string>>,
+    /** Each app's image `CMD` (its stage in docker/Dockerfile is named after it). */
+    private readonly cmds: ReadonlyMap<string, readonly string[]>,
   ) {}
 
   /**
@@ -31,7 +33,7 @@ export class ProductionTree {
    * and lays out the tree; `progress` tells what it is doing.
    */
   static async prepare(progress: (line: string) => void): Promise<ProductionTree> {
-    const env = await imageEnv();
+    const { env, cmds } = await imageSettings();
     progress('building the services (npm run build:services: tsc -b, incremental)');
     await run('npm', ['run', '--silent', 'build:services'], {
       cwd: repoRoot,
@@ -62,16 +64,25 @@ export class ProductionTree {
         const name = await linkPackage(path, root);
         if (name !== undefined) packages.add(name);
       }
-      return new ProductionTree(root, packages, env);
+      return new ProductionTree(root, packages, env, cmds);
     } catch (error) {
       await rm(root, { recursive: true, force: true });
       throw error;
     }
   }
 
-  /** The command line of an app, as the image's CMD: `node apps/<app>/dist/main.js`. */
+  /**
+   * The command line of an app, its image's CMD (`node <runtime flags> apps/<app>/dist/main.js`),
+   * with this process's Node for `node`.
+   */
   command(app: string): { command: string; args: string[]; cwd: string } {
-    return { command: process.execPath, args: [`apps/${app}/dist/main.js`], cwd: this.root };
+    const cmd = this.cmds.get(app);
+    if (cmd === undefined) throw new Error(`docker/Dockerfile has no stage ${app} with a CMD`);
+    const [program, ...args] = cmd;
+    if (program !== 'node') {
+      throw new Error(`docker/Dockerfile: the CMD of ${app} runs ${program}, not node`);
+    }
+    return { command: process.execPath, args, cwd: this.root };
   }
 
   async close(): Promise<void> {
@@ -83,11 +94,19 @@ export class ProductionTree {
  * The environment of the images' runtime stage (docker/Dockerfile), checked on this machine:
  * Node must start under it without a word from the dynamic loader (a library LD_PRELOAD names
  * that is not installed is otherwise skipped with one line on stderr, and the services would run
- * unlike the images).
+ * unlike the images); and the CMD of every stage that has one.
  */
-async function imageEnv(): Promise<Record<string, string>> {
+async function imageSettings(): Promise<{
+  env: Record<string, string>;
+  cmds: Map<string, readonly string[]>;
+}> {
   const dockerfile = await readFile(join(repoRoot, 'docker/Dockerfile'), 'utf8');
-  const runtime = dockerfileStages(dockerfile).find((stage) => stage.name === 'runtime');
+  const stages = dockerfileStages(dockerfile);
+  const cmds = new Map<string, readonly string[]>();
+  for (const stage of stages) {
+    if (stage.name !== undefined && stage.cmd !== undefined) cmds.set(stage.name, stage.cmd);
+  }
+  const runtime = stages.find((stage) => stage.name === 'runtime');
   if (runtime === undefined) throw new Error('docker/Dockerfile has no runtime stage');
   const { stderr } = await run(process.execPath, ['-e', ''], {
     env: { PATH: process.env.PATH ?? '', ...runtime.env },
@@ -98,7 +117,7 @@ async function imageEnv(): Promise<Record<string, string>> {
       `the images' environment (${JSON.stringify(runtime.env)}) does not work here: ${stderr.trim()} (npm test's preflight installs what the images install)`,
     );
   }
-  return runtime.env;
+  return { env: runtime.env, cmds };
 }
 
 /** The workspaces (`apps/*`, `libs/*` with a package.json), relative to the repository. */
