@@ -1,13 +1,14 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import {
+  checkRedisEnv,
   endpointPolicyEnv,
   envDurationMs,
   envLogLevel,
-  envUrl,
+  envMemoryReduceInterval,
   envPort,
+  envUrl,
   parseConfig,
-  checkRedisEnv,
   redisEnv,
   telemetryEnv,
 } from '@slicekeeper/config';
@@ -77,6 +78,7 @@ export const pluginWatcherConfigSchema = z
     ),
     PROBE_PORT: envPort(9090, 'Port of /metrics, /healthz and /readyz.'),
     PROBE_HOST: z.string().default('0.0.0.0').describe('Address the probe server listens on.'),
+    MEMORY_REDUCE_INTERVAL: envMemoryReduceInterval(),
     SHUTDOWN_TIMEOUT: envDurationMs(
       '30s',
       'How long closing the streams and releasing the leases may take on SIGTERM.',

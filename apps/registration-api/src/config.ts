@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import {
+  checkRedisEnv,
   endpointPolicyEnv,
   envBoolean,
   envDurationMs,
   envInt,
   envList,
   envLogLevel,
+  envMemoryReduceInterval,
   envPort,
   envUrl,
   parseConfig,
-  checkRedisEnv,
   redisEnv,
   telemetryEnv,
 } from '@slicekeeper/config';
@@ -128,6 +129,7 @@ export const registrationApiConfigSchema = z
       false,
       'Take the client address from X-Forwarded-For (only behind a trusted proxy).',
     ),
+    MEMORY_REDUCE_INTERVAL: envMemoryReduceInterval(),
     SHUTDOWN_TIMEOUT: envDurationMs(
       '30s',
       'How long in-flight requests may take to finish on SIGTERM.',

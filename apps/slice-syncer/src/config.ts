@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import {
+  checkRedisEnv,
   envDurationMs,
   envInt,
   envList,
   envLogLevel,
+  envMemoryReduceInterval,
   envPort,
   parseConfig,
-  checkRedisEnv,
   redisEnv,
   telemetryEnv,
 } from '@slicekeeper/config';
@@ -106,6 +107,7 @@ export const sliceSyncerConfigSchema = z
       .default('0.0.0.0')
       .describe('Address of the /metrics, /healthz and /readyz server.'),
     PROBE_PORT: envPort(9464, 'Port of the /metrics, /healthz and /readyz server.'),
+    MEMORY_REDUCE_INTERVAL: envMemoryReduceInterval(),
     SHUTDOWN_TIMEOUT: envDurationMs(
       '30s',
       'How long in-flight syncs may take to finish on SIGTERM.',

@@ -109,3 +109,14 @@ export function envLogLevel(defaultLevel: (typeof logLevels)[number] = 'info') {
     .default(defaultLevel)
     .describe('Log level.');
 }
+
+/**
+ * How often a service runs a memory-reducing garbage collection (`MemoryReducer` of
+ * `@slicekeeper/observability`); `0` turns it off. One setting of every service.
+ */
+export function envMemoryReduceInterval() {
+  return envDurationMs(
+    '5m',
+    'How often a memory-reducing garbage collection gives back the heap memory a burst of work left (a pause of about 0.1–0.4 s each); 0 turns it off.',
+  );
+}

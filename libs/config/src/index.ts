@@ -7,6 +7,7 @@ export {
   envInt,
   envList,
   envLogLevel,
+  envMemoryReduceInterval,
   envPort,
   envUrl,
   logLevels,

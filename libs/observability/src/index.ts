@@ -3,6 +3,8 @@ export type { LevelWithSilent, Logger, LoggerOptions } from './logger';
 export { RedisOutageLog } from './log-redis-outages';
 export type { RedisOutageLogOptions } from './log-redis-outages';
 export { createMetricsRegistry } from './metrics';
+export { MemoryReducer, reducingCollection } from './memory-reducer';
+export type { MemoryReducerOptions, ReducingCollection } from './memory-reducer';
 export { ProbeServer } from './probe-server';
 export type { ProbeServerOptions, ReadinessCheck } from './probe-server';
 export { installShutdown } from './shutdown';

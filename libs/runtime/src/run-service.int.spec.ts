@@ -36,6 +36,7 @@ describe('runService with Redis', () => {
         REDIS_URL: server.url,
         REDIS_TLS: false,
         SHUTDOWN_TIMEOUT: 5000,
+        MEMORY_REDUCE_INTERVAL: 0,
       }),
       build,
       exit: (code) => exits.push(code),

@@ -10,6 +10,7 @@ const config: ServiceConfig = {
   REDIS_URL: 'redis://127.0.0.1:1',
   REDIS_TLS: false,
   SHUTDOWN_TIMEOUT: 5000,
+  MEMORY_REDUCE_INTERVAL: 0,
 };
 
 /** runService with its exit, stderr and log lines captured, and no signal handlers. */

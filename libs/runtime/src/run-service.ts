@@ -4,6 +4,7 @@ import { redisTarget, traceExportSettings } from '@slicekeeper/config';
 import type { RedisEnv, TelemetryEnv } from '@slicekeeper/config';
 import { errorMessage } from '@slicekeeper/errors';
 import {
+  MemoryReducer,
   ProbeServer,
   createLogger,
   createMetricsRegistry,
@@ -20,6 +21,8 @@ export interface ServiceConfig extends RedisEnv, TelemetryEnv {
   readonly LOG_LEVEL: LevelWithSilent;
   /** Bound on a graceful shutdown, ms; past it the process exits with code 1. */
   readonly SHUTDOWN_TIMEOUT: number;
+  /** Time between two memory-reducing collections, ms; 0 turns them off. */
+  readonly MEMORY_REDUCE_INTERVAL: number;
 }
 
 /** What the skeleton gives a service's build function. */
@@ -145,6 +148,11 @@ export async function runService<Config extends ServiceConfig>(
         ? undefined
         : new ProbeServer({ ...parts.probes, registry, logger });
     probes = probeServer;
+    const memory = new MemoryReducer({
+      intervalMs: config.MEMORY_REDUCE_INTERVAL,
+      logger,
+      registry,
+    });
     const shutdown = installShutdown({
       logger,
       timeoutMs: config.SHUTDOWN_TIMEOUT,
@@ -152,6 +160,7 @@ export async function runService<Config extends ServiceConfig>(
       ...(options.signals === undefined ? {} : { signals: options.signals }),
       close: async () => {
         probeServer?.markShuttingDown();
+        await memory.close();
         for (const part of parts.close) await part.close();
         await probeServer?.close();
         await tracer?.shutdown();
@@ -160,6 +169,7 @@ export async function runService<Config extends ServiceConfig>(
     });
     const probeUrl = await probeServer?.start();
     await parts.start({ probeUrl });
+    memory.start();
     return { probeUrl, shutdown };
   } catch (error) {
     (options.stderr ?? process.stderr).write(`${service}: ${errorMessage(error)}\n`);
