@@ -15,8 +15,8 @@ interface GcExtension {
 
 /**
  * V8's memory-reducing full collection: the `last-resort` flavour of its gc extension, which
- * marks and compacts every space (`Mark-Compact (reduce)` in `--trace-gc`) until a round frees
- * nothing more, flushes old bytecode and gives the emptied pages back to the OS. The extension
+ * marks and compacts every space (`Mark-Compact (reduce)` in `--trace-gc`, two rounds or more)
+ * and gives the emptied pages back to the OS. The extension
  * is installed into a new context only, so this does not put a `gc` global into the service.
  */
 export function reducingCollection(): ReducingCollection {
