@@ -16,8 +16,8 @@ interface GcExtension {
 /**
  * V8's memory-reducing full collection: the `last-resort` flavour of its gc extension, which
  * marks and compacts every space (`Mark-Compact (reduce)` in `--trace-gc`, two rounds or more)
- * and gives the emptied pages back to the OS. The extension
- * is installed into a new context only, so this does not put a `gc` global into the service.
+ * and gives the emptied pages back to the OS. The extension is installed into a new context
+ * only, so this does not put a `gc` global into the service.
  */
 export function reducingCollection(): ReducingCollection {
   setFlagsFromString('--expose-gc');
@@ -49,8 +49,9 @@ export interface MemoryReducerOptions {
  * a resync of every key) and keeps them: its own memory reducer, which would compact them away,
  * re-arms only when committed memory has grown by 10 MB since its last run, which heaps of this
  * size never do in steady work. Each reducing collection pauses the event loop for the time it
- * takes (about 0.1–0.4 s for these services' 35–45 MiB of live objects on a shared 2-core
- * machine), which `slicekeeper_memory_reduce_seconds` records beside what it gave back.
+ * takes (0.13–0.38 s for these services' 30–39 MiB of live objects in the soaks of 2026-12-02,
+ * on a shared 2-core machine), which `slicekeeper_memory_reduce_seconds` records beside what it
+ * gave back.
  */
 export class MemoryReducer {
   private readonly clock: Clock;
