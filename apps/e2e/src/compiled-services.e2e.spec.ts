@@ -11,21 +11,29 @@ const run = promisify(execFile);
 const GPU = 'gpu.example.com';
 
 /**
- * How a running process was started: its command line, working directory, NODE_ENV, and whether
- * jemalloc is mapped into it (the images preload it).
+ * How a running process was started: its command line, working directory, the values it was
+ * given of the variables `names`, and whether jemalloc is mapped into it (the images preload it).
  */
-async function launched(pid: number | undefined): Promise<{
+async function launched(
+  pid: number | undefined,
+  names: readonly string[],
+): Promise<{
   argv: string[];
   cwd: string;
-  nodeEnv: string | undefined;
+  env: Record<string, string | undefined>;
   jemalloc: boolean;
 }> {
   if (pid === undefined) throw new Error('the process is not running');
   const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter((a) => a !== '');
   const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-  const nodeEnv = environ.find((v) => v.startsWith('NODE_ENV='))?.slice('NODE_ENV='.length);
+  const env = Object.fromEntries(
+    names.map((name) => [
+      name,
+      environ.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1),
+    ]),
+  );
   const jemalloc = (await readFile(`/proc/${pid}/maps`, 'utf8')).includes('/libjemalloc.so');
-  return { argv, cwd: await readlink(`/proc/${pid}/cwd`), nodeEnv, jemalloc };
+  return { argv, cwd: await readlink(`/proc/${pid}/cwd`), env, jemalloc };
 }
 
 /**
@@ -91,9 +99,15 @@ describe('the compiled services (what the images run)', () => {
     await tree?.close();
   });
 
-  it('runs every service and driver as its image’s CMD (`node apps/<app>/dist/main.js`) with NODE_ENV=production and jemalloc', async () => {
+  it('runs every service and driver as its image’s CMD (`node apps/<app>/dist/main.js`) with its own stage’s ENV and jemalloc', async () => {
     const stages = dockerfileStages(await readFile(join(repoRoot, 'docker/Dockerfile'), 'utf8'));
-    const cmd = (app: string) => stages.find((stage) => stage.name === app)?.cmd ?? [];
+    const stage = (app: string) => stages.find((s) => s.name === app);
+    const cmd = (app: string) => stage(app)?.cmd ?? [];
+    const env = (app: string) => stage(app)?.env ?? {};
+    // The watcher's image alone sets jemalloc's immediate purge: each process must get its own.
+    expect(env('plugin-watcher')['MALLOC_CONF']).toBeDefined();
+    expect(env('slice-syncer')['MALLOC_CONF']).toBeUndefined();
+    const names = [...new Set(stages.flatMap((s) => Object.keys(s.env)))];
     const processes = [
       ['registration-api', system.servicePid('registration-api')],
       ['plugin-watcher', system.servicePid('plugin-watcher')],
@@ -103,10 +117,11 @@ describe('the compiled services (what the images run)', () => {
     expect(processes).toHaveLength(6);
     for (const [app, pid] of processes) {
       expect(cmd(app)[0]).toBe('node');
-      expect(await launched(pid)).toEqual({
+      expect(env(app)['NODE_ENV']).toBe('production');
+      expect(await launched(pid, names)).toEqual({
         argv: [process.execPath, ...cmd(app).slice(1)],
         cwd: productionTree().root,
-        nodeEnv: 'production',
+        env: Object.fromEntries(names.map((name) => [name, env(app)[name]])),
         jemalloc: true,
       });
     }

@@ -22,10 +22,8 @@ export class ProductionTree {
     readonly root: string,
     /** The names of the packages in the tree's node_modules (the production dependencies). */
     readonly packages: ReadonlySet<string>,
-    /** The variables the images set (the runtime stage's `ENV`): NODE_ENV, LD_PRELOAD, … */
-    readonly env: Readonly<Record<string, string>>,
-    /** Each app's image `CMD` (its stage in docker/Dockerfile is named after it). */
-    private readonly cmds: ReadonlyMap<string, readonly string[]>,
+    /** Each app's image: its stage in docker/Dockerfile, which is named after it. */
+    private readonly images: ReadonlyMap<string, ImageSettings>,
   ) {}
 
   /**
@@ -33,7 +31,7 @@ export class ProductionTree {
    * and lays out the tree; `progress` tells what it is doing.
    */
   static async prepare(progress: (line: string) => void): Promise<ProductionTree> {
-    const { env, cmds } = await imageSettings();
+    const images = await imageSettings();
     progress('building the services (npm run build:services: tsc -b, incremental)');
     await run('npm', ['run', '--silent', 'build:services'], {
       cwd: repoRoot,
@@ -64,7 +62,7 @@ export class ProductionTree {
         const name = await linkPackage(path, root);
         if (name !== undefined) packages.add(name);
       }
-      return new ProductionTree(root, packages, env, cmds);
+      return new ProductionTree(root, packages, images);
     } catch (error) {
       await rm(root, { recursive: true, force: true });
       throw error;
@@ -72,17 +70,23 @@ export class ProductionTree {
   }
 
   /**
-   * The command line of an app, its image's CMD (`node <runtime flags> apps/<app>/dist/main.js`),
-   * with this process's Node for `node`.
+   * How an app's image starts it: its CMD (`node <runtime flags> apps/<app>/dist/main.js`), with
+   * this process's Node for `node`, and the variables its stage's `ENV` lines set (with those of
+   * the stages it is built on: NODE_ENV, LD_PRELOAD, …).
    */
-  command(app: string): { command: string; args: string[]; cwd: string } {
-    const cmd = this.cmds.get(app);
-    if (cmd === undefined) throw new Error(`docker/Dockerfile has no stage ${app} with a CMD`);
-    const [program, ...args] = cmd;
+  command(app: string): {
+    command: string;
+    args: string[];
+    cwd: string;
+    env: Readonly<Record<string, string>>;
+  } {
+    const image = this.images.get(app);
+    if (image === undefined) throw new Error(`docker/Dockerfile has no stage ${app} with a CMD`);
+    const [program, ...args] = image.cmd;
     if (program !== 'node') {
       throw new Error(`docker/Dockerfile: the CMD of ${app} runs ${program}, not node`);
     }
-    return { command: process.execPath, args, cwd: this.root };
+    return { command: process.execPath, args, cwd: this.root, env: image.env };
   }
 
   async close(): Promise<void> {
@@ -90,34 +94,43 @@ export class ProductionTree {
   }
 }
 
+/** What the production tree takes from one stage of docker/Dockerfile. */
+interface ImageSettings {
+  cmd: readonly string[];
+  env: Readonly<Record<string, string>>;
+}
+
 /**
- * The environment of the images' runtime stage (docker/Dockerfile), checked on this machine:
- * Node must start under it without a word from the dynamic loader (a library LD_PRELOAD names
- * that is not installed is otherwise skipped with one line on stderr, and the services would run
- * unlike the images); and the CMD of every stage that has one.
+ * The CMD and environment of every stage of docker/Dockerfile that has a CMD, each environment
+ * checked on this machine: Node must start under it without a word from the dynamic loader (a
+ * library LD_PRELOAD names that is not installed is otherwise skipped with one line on stderr,
+ * and the services would run unlike the images) or from a library it configures (jemalloc warns
+ * of a MALLOC_CONF option it does not know).
  */
-async function imageSettings(): Promise<{
-  env: Record<string, string>;
-  cmds: Map<string, readonly string[]>;
-}> {
+async function imageSettings(): Promise<Map<string, ImageSettings>> {
   const dockerfile = await readFile(join(repoRoot, 'docker/Dockerfile'), 'utf8');
-  const stages = dockerfileStages(dockerfile);
-  const cmds = new Map<string, readonly string[]>();
-  for (const stage of stages) {
-    if (stage.name !== undefined && stage.cmd !== undefined) cmds.set(stage.name, stage.cmd);
+  const images = new Map<string, ImageSettings>();
+  for (const stage of dockerfileStages(dockerfile)) {
+    if (stage.name !== undefined && stage.cmd !== undefined) {
+      images.set(stage.name, { cmd: stage.cmd, env: stage.env });
+    }
   }
-  const runtime = stages.find((stage) => stage.name === 'runtime');
-  if (runtime === undefined) throw new Error('docker/Dockerfile has no runtime stage');
-  const { stderr } = await run(process.execPath, ['-e', ''], {
-    env: { PATH: process.env.PATH ?? '', ...runtime.env },
-    timeout: 60_000,
-  });
-  if (stderr.trim() !== '') {
-    throw new Error(
-      `the images' environment (${JSON.stringify(runtime.env)}) does not work here: ${stderr.trim()} (npm test's preflight installs what the images install)`,
-    );
+  const checked = new Set<string>();
+  for (const [name, { env }] of images) {
+    const key = JSON.stringify(env);
+    if (checked.has(key)) continue;
+    checked.add(key);
+    const { stderr } = await run(process.execPath, ['-e', ''], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      timeout: 60_000,
+    });
+    if (stderr.trim() !== '') {
+      throw new Error(
+        `the environment of the ${name} image (${key}) does not work here: ${stderr.trim()} (npm test's preflight installs what the images install)`,
+      );
+    }
   }
-  return { env: runtime.env, cmds };
+  return images;
 }
 
 /** The workspaces (`apps/*`, `libs/*` with a package.json), relative to the repository. */

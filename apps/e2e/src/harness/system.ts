@@ -86,8 +86,8 @@ export interface SystemOptions {
   logLevel?: string;
   /**
    * Runs the services and the example drivers as the images do, from this tree of compiled
-   * output with production dependencies only (`node apps/<app>/dist/main.js`, with the images'
-   * `ENV`: `NODE_ENV=production`, jemalloc). The kube emulator, tooling, still runs from its
+   * output with production dependencies only (`node apps/<app>/dist/main.js`, with its image's
+   * `ENV`: `NODE_ENV=production`, jemalloc, …). The kube emulator, tooling, still runs from its
    * sources.
    * @defaultValue from the TypeScript sources, through tsx
    */
@@ -586,12 +586,14 @@ function spawnLogged(
     logs.set(name, log);
   }
   const out = log;
+  const { env: imageEnv, ...command } =
+    production === undefined ? { env: {}, ...appCommand(app) } : production.command(app);
   return new SupervisedProcess({
     name,
-    ...inCgroup(production === undefined ? appCommand(app) : production.command(app), cgroup),
+    ...inCgroup(command, cgroup),
     env: {
       ...inheritedEnv(process.env, INHERITED),
-      ...production?.env,
+      ...imageEnv,
       ...env,
     },
     // A Ctrl-C reaches the test or benchmark only, which then closes the System in order.
