@@ -547,7 +547,7 @@ async function cpuTracing(): Promise<void> {
  */
 function servicesLine(): string {
   return SERVICES === 'compiled'
-    ? "services compiled, as the images run them (node dist/main.js, the images' ENV: NODE_ENV=production, jemalloc)"
+    ? "services compiled, as the images run them (node dist/main.js, each image's ENV: NODE_ENV=production, jemalloc, the watcher's MALLOC_CONF)"
     : 'services from their TypeScript sources, through tsx (BENCH_SERVICES=sources)';
 }
 
