@@ -25,9 +25,10 @@
  * (bench/results/<date>-soak-<series>.svg), verdicts to stdout. SOAK_MINUTES (60) shortens the
  * run; SOAK_WARMUP_MINUTES (10) is the part not judged, of the run and of every process (the
  * syncer started again after its SIGKILL, and Redis's memory after its restart, are judged from
- * their own 10th minute). SOAK_SERVICE_ENV
- * adds settings to every service (`NAME=value`, space-separated, e.g. `MALLOC_ARENA_MAX=2`), to
- * try a runtime or allocator setting against the same churn.
+ * their own 10th minute). SOAK_SERVICE_ENV adds settings to the services (space-separated
+ * `NAME=value` for every service, `app:NAME=value` for one app's, e.g. `MALLOC_ARENA_MAX=2` or
+ * `slice-syncer:MALLOC_CONF=prof:true`), over their images' `ENV`, to try a runtime or allocator
+ * setting, or to read one, against the same churn.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -77,15 +78,27 @@ const RATE = positiveNumber('SOAK_RATE', 50);
 const RESTART_MINUTES = positiveNumber('SOAK_RESTART_MINUTES', 10);
 const SAMPLE_SECONDS = positiveNumber('SOAK_SAMPLE_SECONDS', 10);
 const WARMUP_MINUTES = positiveNumber('SOAK_WARMUP_MINUTES', 10);
-/** `NAME=value NAME=value`: settings added to every service's environment. */
-function serviceEnv(raw: string | undefined): Record<string, string> {
-  const env: Record<string, string> = {};
+/** The apps SOAK_SERVICE_ENV can name. */
+const SERVICE_APPS = ['registration-api', 'plugin-watcher', 'slice-syncer'] as const;
+type ServiceApp = (typeof SERVICE_APPS)[number];
+/** SOAK_SERVICE_ENV's settings: under `'*'` every service's, under an app's name that app's. */
+type ServiceEnv = Partial<Record<'*' | ServiceApp, Record<string, string>>>;
+
+/** `NAME=value app:NAME=value …`: settings added to every service's, or to one app's, environment. */
+function serviceEnv(raw: string | undefined): ServiceEnv {
+  const env: ServiceEnv = {};
   for (const pair of (raw ?? '').split(/\s+/).filter((part) => part !== '')) {
-    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(pair);
-    if (match?.[1] === undefined || match[2] === undefined) {
-      throw new Error(`SOAK_SERVICE_ENV: "${pair}" is not NAME=value`);
+    const match = /^(?:([a-z-]+):)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(pair);
+    if (match?.[2] === undefined || match[3] === undefined) {
+      throw new Error(`SOAK_SERVICE_ENV: "${pair}" is not NAME=value or app:NAME=value`);
     }
-    env[match[1]] = match[2];
+    const app = match[1] ?? '*';
+    if (app !== '*' && !(SERVICE_APPS as readonly string[]).includes(app)) {
+      throw new Error(
+        `SOAK_SERVICE_ENV: "${pair}" names the app "${app}"; the apps are ${SERVICE_APPS.join(', ')}`,
+      );
+    }
+    env[app as keyof ServiceEnv] = { ...env[app as keyof ServiceEnv], [match[2]]: match[3] };
   }
   return env;
 }
@@ -122,8 +135,8 @@ interface SoakResults {
   /** The services ran compiled, as the images run them, under these memory limits (or none, and why). */
   limits: PodLimits;
   settings: Record<string, number>;
-  /** SOAK_SERVICE_ENV: settings added to every service. */
-  serviceEnv: Record<string, string>;
+  /** SOAK_SERVICE_ENV: settings added to every service (`'*'`) or to one app's. */
+  serviceEnv: ServiceEnv;
   goals: SoakGoals;
   events: SoakEvent[];
   samples: SoakSample[];
@@ -407,8 +420,10 @@ async function main(): Promise<void> {
         nodes,
         syncerReplicas: 2,
         redisAppendOnly: true,
-        commonEnv: SERVICE_ENV,
-        watcherEnv: { PROBE_PORT: String(watcherPort) },
+        commonEnv: SERVICE_ENV['*'] ?? {},
+        apiEnv: SERVICE_ENV['registration-api'] ?? {},
+        watcherEnv: { ...SERVICE_ENV['plugin-watcher'], PROBE_PORT: String(watcherPort) },
+        syncerEnv: SERVICE_ENV['slice-syncer'] ?? {},
         production,
         memoryCgroups: pods.cgroups,
       },
@@ -431,13 +446,12 @@ async function main(): Promise<void> {
           .map(([name, bytes]) => `${name} ${round(bytes / 1024 / 1024, 0)} MiB`)
           .join(', ')}`
       : `services compiled, WITHOUT memory limits (${results.limits.unconstrained})`,
-    ...(Object.keys(results.serviceEnv).length === 0
-      ? []
-      : [
-          `every service with ${Object.entries(results.serviceEnv)
-            .map(([name, value]) => `${name}=${value}`)
-            .join(' ')}`,
-        ]),
+    ...Object.entries(results.serviceEnv).map(
+      ([app, env]) =>
+        `${app === '*' ? 'every service' : app} with ${Object.entries(env)
+          .map(([name, value]) => `${name}=${value}`)
+          .join(' ')}`,
+    ),
     '',
     '| goal | actual | verdict |',
     '| --- | --- | --- |',
