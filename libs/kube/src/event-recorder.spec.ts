@@ -168,6 +168,58 @@ describe('EventRecorder', () => {
     expect(sink.sent.map((s) => s.op)).toEqual(['patch', 'create']);
   });
 
+  it("sends a storm's Events, then its series' final counts, one request at a time, in order", async () => {
+    const sink = new RecordingSink();
+    const released: (() => void)[] = [];
+    let open = 0;
+    let mostOpen = 0;
+    /** Holds every request open until the test releases it, counting those open at once. */
+    const held =
+      <A extends unknown[], R>(send: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        open++;
+        mostOpen = Math.max(mostOpen, open);
+        await new Promise<void>((resolve) => released.push(resolve));
+        open--;
+        return send(...args);
+      };
+    const clock = new ManualClock();
+    const recorder = new EventRecorder({
+      sink: {
+        create: held((event: EventWrite) => sink.create(event)),
+        patchSeries: held((event: EventWrite, series: EventSeriesWrite) =>
+          sink.patchSeries(event, series),
+        ),
+      },
+      reportingController: 'slicekeeper.dev/slice-syncer',
+      reportingInstance: 'slice-syncer-0',
+      logger: pino({ enabled: false }),
+      clock,
+      finishAfterMs: 6 * 60_000,
+    });
+    recorder.start();
+    const nodes = Array.from({ length: 50 }, (_, i) => ({ ...NODE_A, name: `node-${i}` }));
+    for (const regarding of nodes) recorder.record({ ...invalid(), regarding });
+    for (const regarding of nodes) recorder.record({ ...invalid(), regarding });
+    // Every series ends quiet: 50 final counts at once.
+    await clock.advance(6 * 60_000);
+    const closed = recorder.close();
+    for (let write = 0; write < 150; write++) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(open).toBe(1);
+      released.shift()?.();
+    }
+    await closed;
+    expect(mostOpen).toBe(1);
+    const names = nodes.map((node) => node.name);
+    const byNode = (ops: Sent[]) => ops.map((sent) => sent.name.split('.')[0]);
+    expect(byNode(sink.sent.slice(0, 50))).toEqual(names);
+    expect(sink.sent.slice(0, 50).every((sent) => sent.op === 'create')).toBe(true);
+    expect(byNode(sink.sent.slice(50, 100))).toEqual(names);
+    expect(byNode(sink.sent.slice(100))).toEqual(names);
+    expect(sink.sent.slice(50).every((sent) => sent.op === 'patch' && sent.found)).toBe(true);
+  });
+
   it("cuts a note to the API server's 1 kB on a character boundary", async () => {
     const sink = new RecordingSink();
     const notes: string[] = [];
