@@ -41,6 +41,15 @@ class StackProcess {
     });
   }
 
+  /**
+   * Waits for the whole ready summary, through its last line: its lines are written one at a
+   * time, so the ready line can be read before the ones after it.
+   */
+  async untilReady(): Promise<void> {
+    await this.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    await this.waitForLine(/^\[local-stack\] +A process that dies .* Ctrl-C stops everything\.$/);
+  }
+
   /** Every process the stack started (its direct children), by pid. */
   childPids(): number[] {
     try {
@@ -145,7 +154,7 @@ describe('npm start (the local stack)', () => {
       );
 
     // What the user waits for: the ready line, then the drivers' slices in kubectl.
-    await stack.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    await stack.untilReady();
     await waitFor(async () => (await kubectlDrivers()).size === 2, {
       timeoutMs: 30_000,
       intervalMs: 250,
@@ -199,7 +208,7 @@ describe('npm start (the local stack)', () => {
       SYNCER_REPLICAS: '1',
     });
     started.push(stack);
-    await stack.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    await stack.untilReady();
     expect(stack.hasLine(/driver profile +nic, needs DRAConsumableCapacity \(on\)$/)).toBe(true);
     expect(
       stack.hasLine(/feature gates +DRADeviceTaints=true, .*DRAConsumableCapacity=true;/),
@@ -245,7 +254,7 @@ describe('npm start (the local stack)', () => {
       SYNCER_REPLICAS: '1',
     });
     started.push(stack);
-    await stack.waitForLine(/^\[local-stack\] +ready in /, 60_000);
+    await stack.untilReady();
     expect(stack.hasLine(/^\[local-stack\] +cluster: 1 ResourceSlice\(s\) published: /)).toBe(true);
     expect(stack.countLines(/^\[example-driver-cluster\] +INFO +registered/)).toBe(1);
     expect(stack.hasLine(/^\[example-driver-node-/)).toBe(false);

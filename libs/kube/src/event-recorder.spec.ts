@@ -220,6 +220,57 @@ describe('EventRecorder', () => {
     expect(sink.sent.slice(50).every((sent) => sent.op === 'patch' && sent.found)).toBe(true);
   });
 
+  it('drops what finds its queue full behind a server that does not answer, says so once, and goes on after', async () => {
+    const sink = new RecordingSink();
+    const released: (() => void)[] = [];
+    const warnings: string[] = [];
+    const outcomes: EventRecordOutcome[] = [];
+    const recorder = new EventRecorder({
+      sink: {
+        create: async (event: EventWrite) => {
+          await new Promise<void>((resolve) => released.push(resolve));
+          return sink.create(event);
+        },
+        patchSeries: (event, series) => sink.patchSeries(event, series),
+      },
+      reportingController: 'slicekeeper.dev/slice-syncer',
+      reportingInstance: 'slice-syncer-0',
+      logger: pino(
+        {},
+        { write: (line: string) => warnings.push((JSON.parse(line) as { msg: string }).msg) },
+      ),
+      clock: new ManualClock(),
+      maxQueued: 3,
+      onRecord: (_, outcome) => outcomes.push(outcome),
+    });
+    const node = (i: number) => ({ ...invalid(), regarding: { ...NODE_A, name: `node-${i}` } });
+    for (let i = 0; i < 6; i++) recorder.record(node(i));
+    // One write under way, three waiting: the fifth and sixth are dropped, and said once.
+    expect(outcomes).toEqual(['failed', 'failed']);
+    expect(warnings).toEqual([
+      'events dropped: the API server is not keeping up with their writes',
+    ]);
+    /** Answers each request held open until every queued write is done. */
+    const drain = async () => {
+      const flushed = recorder.flush().then(() => true);
+      const tick = () => new Promise<boolean>((resolve) => setImmediate(resolve, false));
+      while (!(await Promise.race([flushed, tick()]))) released.shift()?.();
+    };
+    await drain();
+    expect(sink.sent.map((sent) => sent.name.split('.')[0])).toEqual([
+      'node-0',
+      'node-1',
+      'node-2',
+      'node-3',
+    ]);
+    // The server answers again: a dropped Event comes back at its repeat, with its series.
+    recorder.record(node(4));
+    await drain();
+    expect(sink.sent.at(-1)).toMatchObject({ op: 'create', series: { count: 2 } });
+    expect(outcomes.slice(2)).toEqual(['created', 'created', 'created', 'created', 'series']);
+    expect(warnings).toHaveLength(1);
+  });
+
   it("cuts a note to the API server's 1 kB on a character boundary", async () => {
     const sink = new RecordingSink();
     const notes: string[] = [];

@@ -45,6 +45,12 @@ export interface EventRecorderOptions {
    * @defaultValue 360000
    */
   finishAfterMs?: number;
+  /**
+   * How many writes may wait behind the one under way; an occurrence that finds them all taken
+   * is dropped and counted `failed` (client-go's maxQueuedEvents, its broadcaster's
+   * DropIfChannelFull). @defaultValue 1000
+   */
+  maxQueued?: number;
   /** Told of every occurrence's outcome (metrics). */
   onRecord?: (occurrence: EventOccurrence, outcome: EventRecordOutcome) => void;
 }
@@ -95,6 +101,9 @@ export class EventRecorder {
    */
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
+  private readonly maxQueued: number;
+  /** Writes dropped since the queue last ran dry; the first drop of a backlog is logged. */
+  private dropped = 0;
   private lastNanos = 0n;
   private forbiddenLogged = false;
   private closed = false;
@@ -105,6 +114,7 @@ export class EventRecorder {
     this.refreshIntervalMs = options.refreshIntervalMs ?? 30 * 60_000;
     this.finishAfterMs = options.finishAfterMs ?? 6 * 60_000;
     this.reportingInstance = options.reportingInstance.slice(0, REPORTING_INSTANCE_LIMIT);
+    this.maxQueued = options.maxQueued ?? 1000;
   }
 
   /** Starts writing running series' counts and ending quiet series. */
@@ -213,12 +223,28 @@ export class EventRecorder {
     return this.lastNanos;
   }
 
-  /** Queues a write of the entry's current state after every write queued before it. */
+  /**
+   * Queues a write of the entry's current state after every write queued before it, or drops it
+   * when `maxQueued` wait already: an API server that answers slowly (30 s timeouts, say) must
+   * not make a storm's Events a backlog that grows without bound. What a dropped write loses
+   * comes back as a failed one does: the entry stays cached, so its next write patches, gets 404
+   * and creates the Event with its series.
+   */
   private write(
     entry: CachedEvent,
     occurrence: EventOccurrence | undefined,
     kind: 'created' | 'series',
   ): void {
+    if (this.queued > this.maxQueued) {
+      if (this.dropped++ === 0) {
+        this.options.logger.warn(
+          { queued: this.maxQueued, reason: entry.event.reason },
+          'events dropped: the API server is not keeping up with their writes',
+        );
+      }
+      if (occurrence !== undefined) this.options.onRecord?.(occurrence, 'failed');
+      return;
+    }
     const snapshot = structuredClone(entry.event);
     this.queued++;
     this.queue = this.queue.then(async () => {
@@ -229,7 +255,7 @@ export class EventRecorder {
         if (occurrence !== undefined) this.options.onRecord?.(occurrence, 'failed');
         this.reportFailure(snapshot, error);
       } finally {
-        this.queued--;
+        if (--this.queued === 0) this.dropped = 0;
       }
     });
   }
