@@ -11,7 +11,7 @@ const healthOf = new WeakMap<Cluster, EventEmitter>();
  * The emitter of a connection's outages: `error` while it cannot serve (once or more), `ready`
  * when it serves again. For a single server or a master found through Sentinel that is the
  * client itself. A Cluster client emits neither when one node fails over: it stays `ready` and
- * reports `node error`, or only `-node` when idle. Its emitter turns either into `error`, then
+ * reports `node error`, or only `-node` when idle (a node the slot map lists). Its emitter turns either into `error`, then
  * asks every PROBE_INTERVAL_MS, with the slot map refreshed, whether every master answers, and
  * emits `ready` when they do: the failover is over. Listeners of `ready` thus learn of every
  * failover, which is what a writer whose last writes may have been lost with the old master
@@ -61,10 +61,13 @@ function clusterHealth(cluster: Cluster): EventEmitter {
   };
   cluster.on('node error', down);
   cluster.on('error', down);
-  // An idle client hears of a dead node only as its removal from the pool.
+  // An idle client hears of a dead node only as its removal from the pool. The client also
+  // drops every node the slot map it just read does not list (startup nodes it connected to
+  // first, a node that left): no outage, nothing of the data set was on it.
   cluster.on('-node', (node: { options: { host?: string; port?: number } }) => {
-    const { host = '?', port = '?' } = node.options;
-    down(new Error(`lost the connection to ${host}:${port}`));
+    const address = `${node.options.host ?? '?'}:${node.options.port ?? '?'}`;
+    if (!cluster.slots.some((holders) => holders.includes(address))) return;
+    down(new Error(`lost the connection to ${address}`));
   });
   cluster.on('ready', () => health.emit('ready'));
   return health;

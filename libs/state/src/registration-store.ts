@@ -146,6 +146,18 @@ return removed`,
   2,
 );
 
+/*
+ * Records the removal of a key that has no registration and no removal (an orphan), so that
+ * its slices are withdrawn. KEYS: registrations, removal. ARGV: removal JSON, removal lifetime
+ * (ms). Returns 1 when recorded, 0 when the key has a registration or a removal.
+ */
+const REMOVE_ORPHAN = new LuaScript(
+  `if redis.call('HLEN', KEYS[1]) > 0 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+return 1`,
+  2,
+);
+
 /* KEYS: dataset marker. ARGV: a fresh id. Writes the id into an empty Redis; returns the id held. */
 const DATASET = new LuaScript(
   `redis.call('SET', KEYS[1], ARGV[1], 'NX')
@@ -267,6 +279,22 @@ export class RegistrationStore {
       await this.publish({ type: 'removed', key: id, endpoint: registration.endpoint });
     }
     return removed;
+  }
+
+  /**
+   * Records a removal for a key slicekeeper publishes for without a registration or a removal
+   * (an orphan the janitor gave up on): its slices are then withdrawn as a removed key's are,
+   * and a watcher that still remembers it does not write it back. `removedAt` is when the key
+   * was first seen an orphan. Returns false when the key registered (or was removed) meanwhile.
+   */
+  async removeOrphan(key: SliceKey, removedAt: number): Promise<boolean> {
+    const removal: Removal = { removedAt, withdrawAt: this.clock.now() };
+    const recorded = await REMOVE_ORPHAN.run(
+      this.redis,
+      [this.keys.registrations(key), this.keys.removal(key)],
+      [JSON.stringify(removal), REMOVAL_RETENTION_MS],
+    );
+    return Number(recorded) === 1;
   }
 
   /**

@@ -79,7 +79,8 @@ export class SyncRecords {
         .hlen(this.keys.registrations(key))
         .get(this.keys.syncStatus(key))
         .get(this.keys.removal(key))
-        .get(this.keys.streamState(key));
+        .get(this.keys.streamState(key))
+        .exists(this.keys.snapshotGeneration(key));
     });
     if (taken === undefined) return undefined;
     return new SyncTurn(
@@ -179,6 +180,15 @@ export class SyncTurn {
     const raw = this.text(Read.Snapshot);
     if (raw === null) return undefined;
     return this.known.snapshot(this.id, raw);
+  }
+
+  /**
+   * Whether a snapshot generation was ever handed out for the key in the data set Redis holds
+   * (the counter outlives the snapshot): a snapshot missing beside it was withdrawn by the
+   * watcher, one missing without it was never sent, or was lost with Redis' data.
+   */
+  generationIssued(): boolean {
+    return Number(this.read(Read.SnapshotGeneration)) > 0;
   }
 
   /** The key's removal, while its last removal stands. @throws CorruptRecordError */
@@ -296,4 +306,5 @@ enum Read {
   Status,
   Removal,
   StreamState,
+  SnapshotGeneration,
 }

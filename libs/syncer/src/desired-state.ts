@@ -1,4 +1,4 @@
-import type { InventorySnapshot, StreamState, SyncReason } from '@slicekeeper/contracts';
+import type { InventorySnapshot, StreamState } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import { CorruptRecordError } from '@slicekeeper/state';
 import type { KeyTurn } from './reconciler';
@@ -11,8 +11,11 @@ export type Desired =
       snapshot: InventorySnapshot | undefined;
       stream: StreamState | undefined;
     }
-  /** Registered, but the driver has sent nothing yet (or Redis lost it): what is published stays. */
-  | { kind: 'idle' }
+  /**
+   * Nothing in Redis says what to publish or to withdraw: what is published stays. `why` is
+   * for the log.
+   */
+  | { kind: 'idle'; why: string }
   /** Removed, within its grace: the slices stay until `remainingMs` have passed. */
   | { kind: 'removing'; remainingMs: number }
   /** The watcher could not take the driver's last message. */
@@ -20,18 +23,37 @@ export type Desired =
   | { kind: 'corrupt'; problem: string }
   | { kind: 'unreadable'; problem: string };
 
-/** Reads what the key's records ask for; a record that cannot be decoded is `corrupt`. */
-export function readDesired(turn: KeyTurn, now: number, reason: SyncReason): Desired {
+/**
+ * Reads what the key's records ask for; a record that cannot be decoded is `corrupt`. Slices are
+ * withdrawn only on a record that asks for it: a removal whose grace is over, or a snapshot the
+ * watcher withdrew. Redis that lost its data (it came back empty) holds neither, and the
+ * watchers are writing back what their live streams know: a sync that runs meanwhile (a job
+ * that was running, a slice's watch event) leaves the slices alone, and the janitor withdraws
+ * those of a key nobody brings back once the orphan grace is over.
+ */
+export function readDesired(turn: KeyTurn, now: number): Desired {
   try {
     if (!turn.registered()) {
-      const remainingMs = (turn.removal()?.withdrawAt ?? 0) - now;
+      // The registration store records a removal in the step that removes the last
+      // registration, and the janitor one for an orphan it gives up on.
+      const removal = turn.removal();
+      if (removal === undefined) {
+        return {
+          kind: 'idle',
+          why: 'no registration and no removal (Redis lost its data, or the removal expired): left to the janitor',
+        };
+      }
+      const remainingMs = removal.withdrawAt - now;
       if (remainingMs > 0) return { kind: 'removing', remainingMs };
       return { kind: 'publish', registered: false, snapshot: undefined, stream: undefined };
     }
     const snapshot = turn.snapshot();
-    // A registration's sync publishes the snapshot a re-registered driver kept. Without one,
-    // the watcher's first store asks for the sync that publishes it.
-    if (snapshot === undefined && reason === 'registered') return { kind: 'idle' };
+    // The watcher withdraws a snapshot by deleting it; the generation counter stays. Without the
+    // counter the driver has sent nothing yet, or Redis lost it: the watcher's store asks for
+    // the sync that publishes it.
+    if (snapshot === undefined && !turn.generationIssued()) {
+      return { kind: 'idle', why: 'registered, no inventory in Redis yet' };
+    }
     if (snapshot?.rejected !== undefined) {
       return { kind: 'rejected', snapshot, problem: snapshot.rejected };
     }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import type { SyncQueue } from '@slicekeeper/queue';
-import { KeyIndex } from '@slicekeeper/state';
+import { KeyIndex, RegistrationStore } from '@slicekeeper/state';
 import { systemClock } from '@slicekeeper/time';
 import type { Clock } from '@slicekeeper/time';
 import type { SyncerMetrics } from './syncer-metrics';
@@ -48,6 +48,7 @@ export class Maintenance {
   /** How often the resync runs and the interval its syncs are spread over, ms. */
   readonly resyncIntervalMs: number;
   private readonly index: KeyIndex;
+  private readonly registry: RegistrationStore;
   private readonly clock: Pick<Clock, 'now'>;
   private readonly random: () => number;
 
@@ -55,6 +56,11 @@ export class Maintenance {
     this.resyncIntervalMs = options.resyncIntervalMs ?? 600_000;
     this.index = new KeyIndex({ redis: options.redis, prefix: options.prefix });
     this.clock = options.clock ?? systemClock;
+    this.registry = new RegistrationStore({
+      redis: options.redis,
+      prefix: options.prefix,
+      clock: this.clock,
+    });
     this.random = options.random ?? Math.random;
   }
 
@@ -74,7 +80,9 @@ export class Maintenance {
    * withdraws its slices once the removal's grace ends). A key whose driver still streams (its
    * registration was lost with Redis' data; its watcher restores it) is left alone. Any other key
    * is an orphan, withdrawn once it has been one for the grace period, and at most `orphanShare`
-   * of the managed keys per run.
+   * of the managed keys per run: the janitor records its removal, and the removal withdraws it.
+   * A sync withdraws nothing on its own for a key with neither a registration nor a removal:
+   * Redis lost that key's data.
    */
   async janitor(): Promise<{ removed: number; orphans: number }> {
     const { cluster, syncQueue } = this.options;
@@ -108,6 +116,7 @@ export class Maintenance {
         heldBack++;
         continue;
       }
+      if (!(await this.registry.removeOrphan(key, since))) continue;
       await syncQueue.enqueue(key, 'janitor');
       orphans++;
     }

@@ -41,6 +41,8 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
   let cluster: ClusterCache;
   let api: KubeSliceClient;
   let keys: RedisKeys;
+  let prefix: string;
+  let registrations: RegistrationStore;
   let metrics: SyncerMetrics;
   let reconciler: Reconciler;
 
@@ -59,7 +61,7 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
     await kube.close();
   });
   beforeEach(async () => {
-    const prefix = uniquePrefix('reconciler');
+    prefix = uniquePrefix('reconciler');
     keys = redisKeys(prefix);
     metrics = new SyncerMetrics(createMetricsRegistry('test'));
     reconciler = new Reconciler({
@@ -71,12 +73,22 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
     });
     for (const slice of cluster.slicesOf(key)) await api.deleteSlice(slice.metadata);
     await waitFor(() => cluster.slicesOf(key).length === 0, { description: 'no slices' });
-    await new RegistrationStore({ redis: db.redis, prefix }).add({
+    registrations = new RegistrationStore({ redis: db.redis, prefix });
+    await register();
+  });
+
+  const register = () =>
+    registrations.add({
       ...key,
       endpoint: 'unix:///run/driver.sock',
       version: 'v1.ResourcePublisher',
     });
-  });
+  /** What the watcher's store does: a new generation and the snapshot. */
+  const store = async (devices: readonly string[]) => {
+    const generation = await db.redis.incr(keys.snapshotGeneration(key));
+    await db.redis.set(keys.snapshot(key), snapshot(generation, devices));
+  };
+  const deletes = () => kube.emulator.count({ verb: 'delete', resource: 'resourceslices' });
 
   const writes = () =>
     ['create', 'update', 'delete'].reduce(
@@ -189,6 +201,35 @@ describe('Reconciler (Redis, kube emulator, watch-fed cache)', () => {
       expect(await db.redis.exists(keys.syncGuard(key))).toBe(0);
     },
   );
+
+  it('deletes nothing while Redis has lost the key, and withdraws once a record asks for it', async () => {
+    await store(['a']);
+    expect((await reconciler.reconcile(key, context)).status?.outcome).toBe('synced');
+    const before = deletes();
+
+    // Redis came back empty: every record is gone, the sync of a job that was running, a
+    // slice's watch event or a resync finds nothing.
+    await db.redis.del(...(await db.redis.keys(`${prefix}*`)));
+    for (const reason of ['snapshot', 'slice-changed', 'resync'] as const) {
+      expect((await reconciler.reconcile(key, { ...context, reason })).outcome).toBe('idle');
+    }
+    // The watcher wrote the registration back; the snapshot is still on its way.
+    await register();
+    expect((await reconciler.reconcile(key, { ...context, reason: 'slice-changed' })).outcome).toBe(
+      'idle',
+    );
+    expect(deletes()).toBe(before);
+    expect(await api.listSlices(key)).toHaveLength(1);
+
+    // The snapshot is back, then the watcher withdraws it (the driver said Unimplemented).
+    await store(['a']);
+    await reconciler.reconcile(key, context);
+    await db.redis.del(keys.snapshot(key));
+    expect(
+      (await reconciler.reconcile(key, { ...context, reason: 'stream-lost' })).status,
+    ).toMatchObject({ outcome: 'withdrawn', writes: 1 });
+    expect(await api.listSlices(key)).toHaveLength(0);
+  });
 
   it("refuses to sync while another job holds the key's guard, and leaves that guard alone", async () => {
     await db.redis.set(keys.syncGuard(key), 'job-0', 'PX', 60_000);

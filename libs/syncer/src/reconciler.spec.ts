@@ -96,15 +96,29 @@ describe('Reconciler', () => {
     expect(cluster.stored.size).toBe(1);
   });
 
-  it('withdraws a key without a registration, and forgets its snapshot', async () => {
+  it('withdraws a removed key once its grace is over, and forgets its snapshot', async () => {
     const { records, cluster, sync } = setup();
     records.records.snapshot = snapshot(1, [gpu(0)]);
     await sync();
     records.records.registered = false;
+    records.records.removal = { removedAt: Date.now() - 1000, withdrawAt: Date.now() - 1 };
     expect((await sync('removed')).status).toMatchObject({ outcome: 'withdrawn', writes: 1 });
     expect(cluster.stored.size).toBe(0);
     expect(records.records.forgotten).toBe(true);
   });
+
+  it.each(['removed', 'slice-changed', 'resync', 'janitor'] as const)(
+    'withdraws nothing for a key with neither a registration nor a removal (Redis lost them), reason %s',
+    async (reason) => {
+      const { records, cluster, sync } = setup();
+      records.records.snapshot = snapshot(1, [gpu(0)]);
+      await sync();
+      Object.assign(records.records, { registered: false, snapshot: undefined });
+      expect(await sync(reason)).toEqual({ outcome: 'idle', news: false });
+      expect(cluster.stored.size).toBe(1);
+      expect(records.statuses).toHaveLength(1);
+    },
+  );
 
   it('keeps the slices of a removed plugin until its grace ends, and says when to look again', async () => {
     const { records, cluster, sync } = setup();
@@ -121,14 +135,29 @@ describe('Reconciler', () => {
     expect(cluster.stored.size).toBe(1);
   });
 
-  it("leaves what is published alone when a registration's sync finds no inventory yet", async () => {
-    const { records, cluster, sync } = setup();
-    records.records.snapshot = snapshot(1, [gpu(0)]);
-    await sync();
-    records.records.snapshot = undefined;
-    expect(await sync('registered')).toEqual({ outcome: 'idle', news: false });
-    expect(cluster.stored.size).toBe(1);
-  });
+  it.each(['registered', 'slice-changed', 'resync'] as const)(
+    'leaves what is published alone when a registered key has no inventory in Redis and never had one there, reason %s',
+    async (reason) => {
+      const { records, cluster, sync } = setup();
+      records.records.snapshot = snapshot(1, [gpu(0)]);
+      await sync();
+      Object.assign(records.records, { snapshot: undefined, generationIssued: false });
+      expect(await sync(reason)).toEqual({ outcome: 'idle', news: false });
+      expect(cluster.stored.size).toBe(1);
+    },
+  );
+
+  it.each(['stream-lost', 'registered'] as const)(
+    'withdraws the slices of a snapshot the watcher withdrew, reason %s',
+    async (reason) => {
+      const { records, cluster, sync } = setup();
+      records.records.snapshot = snapshot(1, [gpu(0)]);
+      await sync();
+      records.records.snapshot = undefined;
+      expect((await sync(reason)).status).toMatchObject({ outcome: 'withdrawn', writes: 1 });
+      expect(cluster.stored.size).toBe(0);
+    },
+  );
 
   it('parks a key whose Node the cache does not know, without an API call and without a retry', async () => {
     const { records, cluster, sync } = setup();

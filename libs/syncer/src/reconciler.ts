@@ -47,6 +47,7 @@ export type KeyTurn = Pick<
   | 'registered'
   | 'snapshot'
   | 'removal'
+  | 'generationIssued'
   | 'streamState'
   | 'previousStatus'
   | 'finish'
@@ -184,7 +185,7 @@ export class Reconciler {
     const startedAt = this.now();
     try {
       // 1. What is desired.
-      const desired = readDesired(turn, startedAt.getTime(), context.reason);
+      const desired = readDesired(turn, startedAt.getTime());
       if (tracing === undefined) return await this.sync(key, context, turn, startedAt, desired);
       const sync = { startTime: jobStartedAt, key, context, snapshot: snapshotOf(desired) };
       return await traceSync(tracing, sync, (run) => this.sync(key, run, turn, startedAt, desired));
@@ -213,7 +214,7 @@ export class Reconciler {
 
     switch (desired.kind) {
       case 'idle':
-        log.debug('registered, no inventory yet: nothing to do');
+        log.debug({ why: desired.why }, 'nothing to publish or withdraw');
         return { outcome: 'idle', news: false };
       case 'corrupt':
         return refuse({ outcome: 'corrupt', error: desired.problem, snapshotGeneration: 0 });

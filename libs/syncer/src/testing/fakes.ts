@@ -18,6 +18,11 @@ export interface FakeKeyRecords {
   registered: boolean;
   snapshot?: InventorySnapshot;
   removal?: Removal;
+  /**
+   * Whether a snapshot generation was handed out (a snapshot missing beside it was withdrawn by
+   * the watcher). @defaultValue true
+   */
+  generationIssued?: boolean;
   /** The watcher's stream state (`unreachableSince` taints the devices). */
   stream?: StreamState;
   status?: SyncStatus;
@@ -49,6 +54,7 @@ export class FakeRecords {
         return records.snapshot;
       },
       removal: () => records.removal,
+      generationIssued: () => records.generationIssued ?? true,
       streamState: () => records.stream,
       previousStatus: () => records.status,
       finish: (status, options = {}) => {
