@@ -11,9 +11,9 @@ const healthOf = new WeakMap<Cluster, EventEmitter>();
  * The emitter of a connection's outages: `error` while it cannot serve (once or more), `ready`
  * when it serves again. For a single server or a master found through Sentinel that is the
  * client itself. A Cluster client emits neither when one node fails over: it stays `ready` and
- * reports `node error`, or only `-node` when idle (a node the slot map lists). Its emitter turns either into `error`, then
- * asks every PROBE_INTERVAL_MS, with the slot map refreshed, whether every master answers, and
- * emits `ready` when they do: the failover is over. Listeners of `ready` thus learn of every
+ * reports `node error`, or only `-node` (of a node the slot map lists) when idle. Its emitter
+ * turns either into `error`, then asks every PROBE_INTERVAL_MS, with the slot map refreshed,
+ * whether every master answers, and emits `ready` when they do: the failover is over. Listeners of `ready` thus learn of every
  * failover, which is what a writer whose last writes may have been lost with the old master
  * needs (the plugin-watcher stores its live snapshots again).
  */
