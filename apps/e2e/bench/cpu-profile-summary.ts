@@ -1,9 +1,11 @@
 /**
  * Summarises the V8 CPU profiles a `BENCH_CPU_PROF=<dir>` run wrote: per service, the functions
  * with the most self time and the self time per package (a dependency under node_modules, a
- * workspace lib or app, Node's internals, V8's garbage collector, idle).
+ * workspace lib or app, Node's internals, V8's garbage collector, idle); then its longest tasks,
+ * the stretches of samples with no idle one between them (what holds the event loop, and so its
+ * lag), each with when it began, what it spent its time in and which code it ran through.
  *
- *   node --import tsx apps/e2e/bench/cpu-profile-summary.ts <dir> [top=15]
+ *   node --import tsx apps/e2e/bench/cpu-profile-summary.ts <dir> [top=15] [tasks=10]
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,10 +16,13 @@ interface CpuProfile {
   nodes: {
     id: number;
     callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
   }[];
   samples: number[];
   timeDeltas: number[];
 }
+
+type CallFrame = CpuProfile['nodes'][number]['callFrame'];
 
 /** Self time of one function or one package, ms, and its share of the profile's busy time. */
 export interface SelfTime {
@@ -25,6 +30,22 @@ export interface SelfTime {
   ms: number;
   /** Share of the time not idle, %. */
   share: number;
+}
+
+/** One stretch of samples with no idle sample between them: one hold of the event loop. */
+export interface LongTask {
+  /** When it began, seconds after the profile's first sample. */
+  atS: number;
+  ms: number;
+  /**
+   * Its samples: at the profile's interval (1 ms by default) about one per ms of it, fewer when
+   * the process waited for a core, not for its own code (the sampler waited too).
+   */
+  samples: number;
+  /** Self time per package within the task, most first. */
+  byPackage: SelfTime[];
+  /** The project's and its dependencies' functions the task spent the most time under. */
+  through: SelfTime[];
 }
 
 export interface ProfileSummary {
@@ -35,6 +56,7 @@ export interface ProfileSummary {
   busyMs: number;
   topFunctions: SelfTime[];
   byPackage: SelfTime[];
+  longestTasks: LongTask[];
 }
 
 /** Where a function's code lives: a package, a workspace lib or app, node: or V8. */
@@ -50,8 +72,90 @@ export function packageOf(url: string, functionName: string): string {
   return url;
 }
 
+function frameName(frame: CallFrame): string {
+  const path = frame.url.replace(/^.*\/(node_modules|libs|apps)\//, '$1/');
+  // tsx compiles a TypeScript source to one line: its line numbers say nothing.
+  const line = frame.url.endsWith('.ts') ? '' : `:${frame.lineNumber + 1}`;
+  const where = frame.url === '' ? '' : ` ${path}${line}`;
+  return `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`;
+}
+
+function ranked(totals: Map<string, number>, busyUs: number, top: number): SelfTime[] {
+  return [...totals]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([name, us]) => ({
+      name,
+      ms: round(us / 1000, 1),
+      share: round((us / busyUs) * 100, 1),
+    }));
+}
+
+/**
+ * The `count` longest runs of consecutive samples none of which is idle. A sample's time is the
+ * delta that follows it, so a task's length is what its samples cover at the profile's interval.
+ */
+export function longestTasks(profile: CpuProfile, count: number, top = 4): LongTask[] {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes)
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  const runs: { first: number; end: number; us: number }[] = [];
+  // When each sample was taken, µs after the profile's start.
+  const takenUs: number[] = [];
+  let open: { first: number; us: number } | undefined;
+  profile.samples.forEach((id, i) => {
+    takenUs.push((takenUs[i - 1] ?? 0) + (profile.timeDeltas[i] ?? 0));
+    if (byId.get(id)?.callFrame.functionName === '(idle)') {
+      if (open !== undefined) runs.push({ first: open.first, end: i, us: open.us });
+      open = undefined;
+      return;
+    }
+    open ??= { first: i, us: 0 };
+    open.us += profile.timeDeltas[i + 1] ?? 0;
+  });
+  if (open !== undefined)
+    runs.push({ first: open.first, end: profile.samples.length, us: open.us });
+  const projectCode = /\/(node_modules|libs|apps)\//;
+  return runs
+    .sort((a, b) => b.us - a.us)
+    .slice(0, count)
+    .map((run) => {
+      const packages = new Map<string, number>();
+      const through = new Map<string, number>();
+      for (let i = run.first; i < run.end; i += 1) {
+        const us = profile.timeDeltas[i + 1] ?? 0;
+        const leaf = byId.get(profile.samples[i] ?? -1);
+        if (leaf === undefined) continue;
+        const pkg = packageOf(leaf.callFrame.url, leaf.callFrame.functionName);
+        packages.set(pkg, (packages.get(pkg) ?? 0) + us);
+        const seen = new Set<string>();
+        for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
+          const frame = byId.get(id)?.callFrame;
+          if (frame === undefined || !projectCode.test(frame.url)) continue;
+          const name = frameName(frame);
+          if (seen.has(name)) continue;
+          seen.add(name);
+          through.set(name, (through.get(name) ?? 0) + us);
+        }
+      }
+      return {
+        atS: round((takenUs[run.first] ?? 0) / 1e6, 1),
+        ms: round(run.us / 1000, 1),
+        samples: run.end - run.first,
+        byPackage: ranked(packages, run.us, top),
+        through: ranked(through, run.us, top),
+      };
+    });
+}
+
 /** Self time per function and per package of one profile; `(idle)` is left out. */
-export function summarizeProfile(profile: CpuProfile, file: string, top: number): ProfileSummary {
+export function summarizeProfile(
+  profile: CpuProfile,
+  file: string,
+  top: number,
+  tasks = 10,
+): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => {
@@ -69,47 +173,41 @@ export function summarizeProfile(profile: CpuProfile, file: string, top: number)
     const frame = byId.get(id);
     if (frame === undefined || frame.functionName === '(idle)') continue;
     busyUs += us;
-    const path = frame.url.replace(/^.*\/(node_modules|libs|apps)\//, '$1/');
-    // tsx compiles a TypeScript source to one line: its line numbers say nothing.
-    const line = frame.url.endsWith('.ts') ? '' : `:${frame.lineNumber + 1}`;
-    const where = frame.url === '' ? '' : ` ${path}${line}`;
-    const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`;
+    const name = frameName(frame);
     functions.set(name, (functions.get(name) ?? 0) + us);
     const pkg = packageOf(frame.url, frame.functionName);
     packages.set(pkg, (packages.get(pkg) ?? 0) + us);
   }
-  const ranked = (totals: Map<string, number>): SelfTime[] =>
-    [...totals]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .map(([name, us]) => ({
-        name,
-        ms: round(us / 1000, 1),
-        share: round((us / busyUs) * 100, 1),
-      }));
   return {
     service,
     file,
     busyMs: round(busyUs / 1000, 0),
-    topFunctions: ranked(functions),
-    byPackage: ranked(packages),
+    topFunctions: ranked(functions, busyUs, top),
+    byPackage: ranked(packages, busyUs, top),
+    longestTasks: longestTasks(profile, tasks),
   };
 }
 
 async function main(): Promise<void> {
-  const [dir, topArg] = process.argv.slice(2);
-  if (dir === undefined) throw new Error('usage: cpu-profile-summary.ts <dir> [top]');
+  const [dir, topArg, tasksArg] = process.argv.slice(2);
+  if (dir === undefined) throw new Error('usage: cpu-profile-summary.ts <dir> [top] [tasks]');
   const top = topArg === undefined ? 15 : Number(topArg);
+  const tasks = tasksArg === undefined ? 10 : Number(tasksArg);
   const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile')).sort();
   for (const file of files) {
     const profile = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile;
-    const s = summarizeProfile(profile, file, top);
+    const s = summarizeProfile(profile, file, top, tasks);
     const lines = [
       `## ${s.service} (${s.file}): ${s.busyMs} ms busy`,
       'self time by package:',
       ...s.byPackage.map((p) => `  ${p.share}%  ${p.ms} ms  ${p.name}`),
       'top functions by self time:',
       ...s.topFunctions.map((f) => `  ${f.share}%  ${f.ms} ms  ${f.name}`),
+      'longest tasks (no idle sample between):',
+      ...s.longestTasks.flatMap((t) => [
+        `  ${t.ms} ms at ${t.atS} s, ${t.samples} samples: ${t.byPackage.map((p) => `${p.name} ${p.share}%`).join(', ')}`,
+        ...t.through.map((f) => `      under ${f.name} ${f.share}%`),
+      ]),
       '',
     ];
     process.stdout.write(`${lines.join('\n')}\n`);

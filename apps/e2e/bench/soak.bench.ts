@@ -28,7 +28,9 @@
  * their own 10th minute). SOAK_SERVICE_ENV adds settings to the services (space-separated
  * `NAME=value` for every service, `app:NAME=value` for one app's, e.g. `MALLOC_ARENA_MAX=2` or
  * `slice-syncer:MALLOC_CONF=prof:true`), over their images' `ENV`, to try a runtime or allocator
- * setting, or to read one, against the same churn.
+ * setting, or to read one, against the same churn. SOAK_CPU_PROF=<dir> has every service write a
+ * V8 CPU profile there when it exits (a SIGKILLed one writes none), which
+ * `apps/e2e/bench/cpu-profile-summary.ts` ranks and splits into the longest tasks.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -104,6 +106,16 @@ function serviceEnv(raw: string | undefined): ServiceEnv {
 }
 
 const SERVICE_ENV = serviceEnv(process.env.SOAK_SERVICE_ENV);
+const CPU_PROF_DIR = process.env.SOAK_CPU_PROF ?? '';
+/** An app's own settings: SOAK_SERVICE_ENV's for it, with SOAK_CPU_PROF's profiler flags. */
+function appEnv(app: ServiceApp): Record<string, string> {
+  const env = { ...SERVICE_ENV[app] };
+  if (CPU_PROF_DIR === '') return env;
+  // As without profiling, an app's NODE_OPTIONS replace those given to every service.
+  const options = env.NODE_OPTIONS ?? SERVICE_ENV['*']?.NODE_OPTIONS;
+  const flags = `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}`;
+  return { ...env, NODE_OPTIONS: options === undefined ? flags : `${options} ${flags}` };
+}
 const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;
 /** The processes the RSS and event-loop goals judge: slicekeeper's own. */
 const JUDGED = ['registration-api', 'plugin-watcher', 'slice-syncer-1', 'slice-syncer-2'];
@@ -137,6 +149,8 @@ interface SoakResults {
   settings: Record<string, number>;
   /** SOAK_SERVICE_ENV: settings added to every service (`'*'`) or to one app's. */
   serviceEnv: ServiceEnv;
+  /** SOAK_CPU_PROF was set: the services ran under V8's profiler, which costs them CPU. */
+  profiled: boolean;
   goals: SoakGoals;
   events: SoakEvent[];
   samples: SoakSample[];
@@ -321,6 +335,7 @@ async function soak(
       syncerReplicas: 2,
     },
     serviceEnv: SERVICE_ENV,
+    profiled: CPU_PROF_DIR !== '',
     goals,
     events,
     samples,
@@ -425,9 +440,9 @@ async function main(): Promise<void> {
         syncerReplicas: 2,
         redisAppendOnly: true,
         commonEnv: SERVICE_ENV['*'] ?? {},
-        apiEnv: SERVICE_ENV['registration-api'] ?? {},
-        watcherEnv: { ...SERVICE_ENV['plugin-watcher'], PROBE_PORT: String(watcherPort) },
-        syncerEnv: SERVICE_ENV['slice-syncer'] ?? {},
+        apiEnv: appEnv('registration-api'),
+        watcherEnv: { ...appEnv('plugin-watcher'), PROBE_PORT: String(watcherPort) },
+        syncerEnv: appEnv('slice-syncer'),
         production,
         memoryCgroups: pods.cgroups,
       },
