@@ -85,6 +85,7 @@ async function serviceSample(
   const heapTotal = metricValue(text, 'nodejs_heap_size_total_bytes');
   const external = metricValue(text, 'nodejs_external_memory_bytes');
   const lag = metricValue(text, 'nodejs_eventloop_lag_p99_seconds');
+  const lagMax = metricValue(text, 'nodejs_eventloop_lag_max_seconds');
   const started = metricValue(text, 'process_start_time_seconds');
   const spaces = metricValuesBy(text, 'nodejs_heap_space_size_total_bytes', 'space');
   return {
@@ -94,6 +95,7 @@ async function serviceSample(
     ...(Object.keys(spaces).length === 0 ? {} : { heapSpacesBytes: spaces }),
     ...(external === undefined ? {} : { externalBytes: external }),
     ...(lag === undefined ? {} : { lagP99Ms: round(lag * 1000, 2) }),
+    ...(lagMax === undefined ? {} : { lagMaxMs: round(lagMax * 1000, 2) }),
     ...(started === undefined ? {} : { startedAtT: round(started - soakStartedAt / 1000, 1) }),
   };
 }

@@ -11,9 +11,9 @@
  *   cannot pick one client, so both syncers' watches go; the watcher holds none), slice-syncer-2
  *   SIGKILLed and started again 5 s later (a Deployment's restart), Redis SIGKILLed and started
  *   again from its append-only file;
- * - every SOAK_SAMPLE_SECONDS (10): RSS, heap and event-loop delay p99 of every process, Redis
- *   used_memory and key count, BullMQ's counts per queue, plugins not `synced`, the load
- *   average; one progress line each.
+ * - every SOAK_SAMPLE_SECONDS (10): RSS, heap and event-loop delay (p99 and longest) of every
+ *   process, Redis used_memory and key count, BullMQ's counts per queue, plugins not `synced`,
+ *   the load average; one progress line each.
  *
  * The services run as their images run them (compiled, the images' `ENV`, production
  * dependencies only), each in a memory cgroup with its pod's limit from its manifest: Node sizes

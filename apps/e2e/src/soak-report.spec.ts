@@ -184,3 +184,51 @@ describe('where the soak says a process memory went', () => {
     expect(memoryGrowth(run, 1500)).toEqual([]);
   });
 });
+
+describe('the soak lag verdict', () => {
+  const lagVerdict = (run: SoakSample[]) =>
+    soakVerdicts(run, goals, ['plugin-watcher'], { keys: 0, carryingLast: 0 }, []).find((v) =>
+      v.goal.startsWith('plugin-watcher event-loop lag'),
+    );
+  // A reading every 10 s for 20 minutes: p99 12 ms, the longest delay 15 ms, but for a storm at
+  // 15 minutes (p99 41 ms) and one collection's pause of 380 ms at 16 minutes.
+  const run = Array.from({ length: 121 }, (_, i): SoakSample => {
+    const t = i * 10;
+    return {
+      t,
+      load: 0,
+      processes: {
+        'plugin-watcher': {
+          lagP99Ms: t === 900 ? 41 : 12,
+          lagMaxMs: t === 960 ? 380 : t === 900 ? 60 : 15,
+        },
+      },
+    };
+  });
+
+  it('judges the worst p99 after the warm-up, and tells the longest single delay beside it', () => {
+    const verdict = lagVerdict(run);
+    expect(verdict?.met).toBe(true);
+    expect(verdict?.actual).toBe(
+      'worst 41 ms at 15 min (61 samples after 10 min); its longest single delay 380 ms at 16 min',
+    );
+  });
+
+  it('is not met by a window whose p99 is over the goal', () => {
+    const storm = run.map((s) =>
+      s.t === 1100 ? { ...s, processes: { 'plugin-watcher': { lagP99Ms: 57.3 } } } : s,
+    );
+    const verdict = lagVerdict(storm);
+    expect(verdict?.met).toBe(false);
+    expect(verdict?.actual).toContain('worst 57.3 ms at 18.3 min');
+  });
+
+  it('has no verdict to give without readings', () => {
+    const verdict = lagVerdict(run.map((s) => ({ ...s, processes: {} })));
+    expect(verdict).toEqual({
+      goal: 'plugin-watcher event-loop lag p99 ≤ 50 ms in every 10 s window',
+      actual: 'no readings',
+      met: false,
+    });
+  });
+});
