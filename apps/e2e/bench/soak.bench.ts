@@ -65,7 +65,7 @@ import type {
   SoakVerdict,
 } from './soak-report';
 import { round } from './stats';
-import { closeSystemsOnSignal, progress, withSystem } from './support';
+import { closeSystemsOnSignal, cpuProfileFlags, progress, withSystem } from './support';
 
 function positiveNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -113,7 +113,7 @@ function appEnv(app: ServiceApp): Record<string, string> {
   if (CPU_PROF_DIR === '') return env;
   // As without profiling, an app's NODE_OPTIONS replace those given to every service.
   const options = env.NODE_OPTIONS ?? SERVICE_ENV['*']?.NODE_OPTIONS;
-  const flags = `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}`;
+  const flags = cpuProfileFlags(CPU_PROF_DIR);
   return { ...env, NODE_OPTIONS: options === undefined ? flags : `${options} ${flags}` };
 }
 const DRIVERS = ['gpu.example.com', 'nic.example.com'] as const;

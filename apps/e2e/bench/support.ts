@@ -10,6 +10,11 @@ export function progress(line: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 }
 
+/** The Node flags that have a service write a V8 CPU profile into `dir` when it exits. */
+export function cpuProfileFlags(dir: string): string {
+  return `--cpu-prof --cpu-prof-dir=${dir}`;
+}
+
 /** API calls counted by the emulator, as the benchmarks report them. */
 export interface ApiCalls {
   /** get and list of resourceslices and nodes (`reads` = `sliceReads` + `nodeReads`). */

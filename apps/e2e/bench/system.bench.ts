@@ -92,7 +92,7 @@ import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunOptions, SyncRunResult } from './sync-throughput';
 import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
 import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
-import { closeSystemsOnSignal, progress, withSystem } from './support';
+import { closeSystemsOnSignal, cpuProfileFlags, progress, withSystem } from './support';
 import { measureWatcherMemory } from './watcher-memory';
 
 function positiveInt(name: string, fallback: number): number {
@@ -133,7 +133,7 @@ if (process.env.BENCH_SERVICES !== undefined && ONLY !== 'cpu') {
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ?? '';
 /** Settings that have a service write a CPU profile on exit (BENCH_CPU_PROF), or none. */
 const PROFILING: Record<string, string> =
-  CPU_PROF_DIR === '' ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF_DIR}` };
+  CPU_PROF_DIR === '' ? {} : { NODE_OPTIONS: cpuProfileFlags(CPU_PROF_DIR) };
 /** Sync jobs per syncer replica at once, in every phase. */
 const CONCURRENCY = 16;
 /** Drivers (keys, one per node) of the latency phases. */
