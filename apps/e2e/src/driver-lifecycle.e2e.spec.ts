@@ -81,7 +81,11 @@ describe('driver lifecycle (scenarios 3 and 4)', () => {
     await driver.start();
     await system.until('republished', async () => publishes(await slices(), inventory));
     expect(await untainted()).toBe(true);
-    expect((await system.status('node-a', GPU))?.sync?.outcome).toBe('synced');
+    // The syncer records its outcome after the writes it made, so the status can trail them.
+    await system.until(
+      'the sync recorded as synced',
+      async () => (await system.status('node-a', GPU))?.sync?.outcome === 'synced',
+    );
   }, 60_000);
 
   it('a plugin removed through the API loses its slices, with the watcher stopped', async () => {
