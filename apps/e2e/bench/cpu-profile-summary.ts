@@ -4,11 +4,15 @@
  * workspace lib or app, Node's internals, V8's garbage collector, idle); then its longest tasks,
  * the stretches of samples with no idle one between them (what holds the event loop, and so its
  * lag), each with when it began, what it spent its time in and which code it ran through.
+ * With `--phase=<name>`, only the samples of one phase the run recorded (`phases.json`, e.g.
+ * "100 changes/s"), of the profiles that have any.
  *
- *   node --import tsx apps/e2e/bench/cpu-profile-summary.ts <dir> [top=15] [tasks=10]
+ *   node --import tsx apps/e2e/bench/cpu-profile-summary.ts <dir> [top=15] [tasks=10] [--phase=<name>]
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PROFILE_PHASES_FILE, readProfilePhases } from './profile-phases';
+import type { PhaseWindow } from './profile-phases';
 import { round } from './stats';
 
 /** A `.cpuprofile` as V8 writes it (the fields read here). */
@@ -18,8 +22,31 @@ interface CpuProfile {
     callFrame: { functionName: string; url: string; lineNumber: number };
     children?: number[];
   }[];
+  /** When profiling began, µs on the monotonic clock; the first sample is a delta after it. */
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
+}
+
+/**
+ * The profile's samples taken within `window` (each with the delta before it), or undefined
+ * when it has none there.
+ */
+export function withinWindow(profile: CpuProfile, window: PhaseWindow): CpuProfile | undefined {
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let at = profile.startTime;
+  let first: number | undefined;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at < window.fromUs || at >= window.toUs) return;
+    first ??= at - delta;
+    samples.push(id);
+    timeDeltas.push(delta);
+  });
+  if (first === undefined) return undefined;
+  return { ...profile, startTime: first, samples, timeDeltas };
 }
 
 type CallFrame = CpuProfile['nodes'][number]['callFrame'];
@@ -189,16 +216,33 @@ export function summarizeProfile(
 }
 
 async function main(): Promise<void> {
-  const [dir, topArg, tasksArg] = process.argv.slice(2);
-  if (dir === undefined) throw new Error('usage: cpu-profile-summary.ts <dir> [top] [tasks]');
+  const args = process.argv.slice(2);
+  const phaseName = args.find((a) => a.startsWith('--phase='))?.slice('--phase='.length);
+  const [dir, topArg, tasksArg] = args.filter((a) => !a.startsWith('--phase='));
+  if (dir === undefined) {
+    throw new Error('usage: cpu-profile-summary.ts <dir> [top] [tasks] [--phase=<name>]');
+  }
   const top = topArg === undefined ? 15 : Number(topArg);
   const tasks = tasksArg === undefined ? 10 : Number(tasksArg);
+  let window: PhaseWindow | undefined;
+  if (phaseName !== undefined) {
+    const phases = await readProfilePhases(dir);
+    window = phases[phaseName];
+    if (window === undefined) {
+      const known = Object.keys(phases);
+      throw new Error(
+        `--phase: no phase "${phaseName}" in ${join(dir, PROFILE_PHASES_FILE)} (${known.length === 0 ? 'it records none' : `it records ${known.map((k) => `"${k}"`).join(', ')}`})`,
+      );
+    }
+  }
   const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile')).sort();
   for (const file of files) {
-    const profile = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile;
+    const whole = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile;
+    const profile = window === undefined ? whole : withinWindow(whole, window);
+    if (profile === undefined) continue;
     const s = summarizeProfile(profile, file, top, tasks);
     const lines = [
-      `## ${s.service} (${s.file}): ${s.busyMs} ms busy`,
+      `## ${s.service} (${s.file})${phaseName === undefined ? '' : `, phase "${phaseName}"`}: ${s.busyMs} ms busy`,
       'self time by package:',
       ...s.byPackage.map((p) => `  ${p.share}%  ${p.ms} ms  ${p.name}`),
       'top functions by self time:',

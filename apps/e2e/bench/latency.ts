@@ -9,6 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { keyId } from '@slicekeeper/contracts';
 import type { EmulatorClient, InProcessDriver, ResourceSlice } from '../src/harness';
 import { gpuInventory } from '../src/harness';
+import { monotonicUs } from './profile-phases';
+import type { PhaseWindow } from './profile-phases';
 import { round, summarize } from './stats';
 import { apiCalls, callsSince, cpuSeconds, cpuSince, settledSyncs, syncsRun } from './support';
 import type { ApiCalls } from './support';
@@ -139,6 +141,8 @@ export interface LatencyResult {
   wallSeconds: number;
   /** CPU seconds per process while sending and draining. */
   cpuSeconds: Record<string, number>;
+  /** When it was sending and draining, for reading it alone out of CPU profiles. */
+  window: PhaseWindow;
   /** With tracing on: the spans the services exported while sending and draining. */
   spans?: SpansSent;
 }
@@ -253,6 +257,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
   const cpuBefore = await cpuSeconds();
   const spansBefore = options.spans?.();
   const total = Math.round(rate * seconds);
+  const fromUs = monotonicUs();
   const start = performance.now();
   try {
     await sendAtRate(options, ids, total, (id, rev) => {
@@ -263,6 +268,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
     // The last updates of a change may still be on their way (e.g. a status write).
     await sleep(200);
     const wallSeconds = (performance.now() - start) / 1000;
+    const window = { fromUs, toUs: monotonicUs() };
     const cpu = cpuSince(cpuBefore, await cpuSeconds());
     const syncs = (await settledSyncs(options.syncerMetrics)) - syncsBefore;
     const calls = callsSince(before, await apiCalls(options.emulator));
@@ -285,6 +291,7 @@ export async function measureLatency(options: LatencyOptions): Promise<LatencyRe
       syncs,
       wallSeconds: round(wallSeconds, 2),
       cpuSeconds: cpu,
+      window,
       ...(spansBefore === undefined || spansAfter === undefined
         ? {}
         : { spans: spansSince(spansBefore, spansAfter, total) }),

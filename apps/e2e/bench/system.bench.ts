@@ -37,7 +37,8 @@
  * slicekeeper's CPU per change with tracing off and on beside the floor, and spans per change
  * (bench/results/<date>-cpu-tracing.json). BENCH_CPU_PROF=<dir> runs the watcher,
  * the syncers and the API with `--cpu-prof` into that directory (profiles are written when a
- * service exits; profiling costs CPU, so its run's CPU figures are not the bench's). The CPU modes
+ * service exits; profiling costs CPU, so its run's CPU figures are not the bench's), and records
+ * the latency rates' windows beside them for `cpu-profile-summary.ts --phase`. The CPU modes
  * run the services compiled, as the images run them; BENCH_SERVICES=sources runs them from their
  * TypeScript sources through tsx instead.
  */
@@ -92,6 +93,7 @@ import { runSyncThroughput } from './sync-throughput';
 import type { SyncRunOptions, SyncRunResult } from './sync-throughput';
 import { measureLoadedSyncer, readSyncerMemory } from './syncer-memory';
 import type { MemoryReading, SyncerMemoryResult } from './syncer-memory';
+import { recordProfilePhases } from './profile-phases';
 import { closeSystemsOnSignal, cpuProfileFlags, progress, withSystem } from './support';
 import { measureWatcherMemory } from './watcher-memory';
 
@@ -230,6 +232,13 @@ function floorAndLatency(
               .loadavg()
               .map((l) => round(l))
               .join(' ')}`,
+          );
+        }
+        if (CPU_PROF_DIR !== '') {
+          const traced = sink === undefined ? '' : ', traced';
+          await recordProfilePhases(
+            CPU_PROF_DIR,
+            Object.fromEntries(latency.map((l) => [`${l.rate} changes/s${traced}`, l.window])),
           );
         }
         return { floor, latency };
