@@ -18,6 +18,7 @@ export { SnapshotWriter } from './snapshot-writer';
 export type {
   RestoreResult,
   SnapshotWriterOptions,
+  StoreOptions,
   StoreResult,
   WithdrawResult,
 } from './snapshot-writer';

@@ -102,6 +102,42 @@ describe('SnapshotWriter', () => {
     expect(await streamState()).toEqual(wiped);
   });
 
+  it('writes the stream state with a stored snapshot, and only with one', async () => {
+    const streaming = (lastMessageAt: string): StreamState => ({
+      state: 'streaming',
+      endpoint: 'a:1',
+      since: at.toISOString(),
+      reconnects: 0,
+      lastMessageAt,
+    });
+    const first = streaming('2026-11-21T12:00:01.000Z');
+    expect(await writer.store(KEY, 'a:1', gpus(2), at, { state: first })).toMatchObject({
+      kind: 'stored',
+    });
+    expect(await streamState()).toEqual(first);
+    // Unsynced, then unchanged: the snapshot is not written, nor is the state.
+    const later = streaming('2026-11-21T12:00:02.000Z');
+    expect(await writer.store(KEY, 'a:1', gpus(2), at, { state: later })).toEqual({
+      kind: 'unsynced',
+    });
+    await synced(1);
+    expect(await writer.store(KEY, 'a:1', gpus(2), at, { state: later })).toEqual({
+      kind: 'unchanged',
+    });
+    expect(await streamState()).toEqual(first);
+    expect(await writer.reject(KEY, 'a:1', 'too large', at, { state: later })).toMatchObject({
+      kind: 'stored',
+    });
+    expect(await streamState()).toEqual(later);
+    // A removed key stores nothing.
+    await db.redis.set(redisKeys(prefix).removal(KEY), '{}');
+    const removed = streaming('2026-11-21T12:00:03.000Z');
+    expect(await writer.store(KEY, 'a:1', gpus(3), at, { state: removed })).toEqual({
+      kind: 'unregistered',
+    });
+    expect(await streamState()).toEqual(later);
+  });
+
   it('writes nothing while another replica holds the lease when fenced by an owner', async () => {
     const fenced = new SnapshotWriter({ redis: db.redis, prefix, owner: 'replica-1' });
     await db.redis.set(redisKeys(prefix).watcherLease(KEY), 'replica-2');
@@ -203,7 +239,9 @@ describe('SnapshotWriter', () => {
       Array.from({ length: to - from + 1 }, (_, i) => tp(from + i));
 
     it('stores them before the content, in a record the syncer decodes', async () => {
-      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(1), tp(2)])).toMatchObject({
+      expect(
+        await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1), tp(2)] }),
+      ).toMatchObject({
         kind: 'stored',
         generation: 1,
       });
@@ -219,51 +257,57 @@ describe('SnapshotWriter', () => {
     });
 
     it('carries them forward while the snapshot replaced still owes a sync, then starts afresh', async () => {
-      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
-      await writer.reject(KEY, 'a:1', 'message of 2 MiB exceeds 1 MiB', at, [tp(2)]);
-      await writer.store(KEY, 'a:1', gpus(3), at, [tp(3), tp(4)]);
+      await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1)] });
+      await writer.reject(KEY, 'a:1', 'message of 2 MiB exceeds 1 MiB', at, {
+        traceparents: [tp(2)],
+      });
+      await writer.store(KEY, 'a:1', gpus(3), at, { traceparents: [tp(3), tp(4)] });
       expect((await stored())?.traceparents).toEqual([tp(1), tp(2), tp(3), tp(4)]);
       await synced(3);
-      await writer.store(KEY, 'a:1', gpus(4), at, [tp(5)]);
+      await writer.store(KEY, 'a:1', gpus(4), at, { traceparents: [tp(5)] });
       expect((await stored())?.traceparents).toEqual([tp(5)]);
     });
 
     it('carries forward after a sync of an older generation finished, not of the stored one', async () => {
-      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
-      await writer.store(KEY, 'a:1', gpus(3), at, [tp(2)]);
+      await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1)] });
+      await writer.store(KEY, 'a:1', gpus(3), at, { traceparents: [tp(2)] });
       await synced(1);
-      await writer.store(KEY, 'a:1', gpus(4), at, [tp(3)]);
+      await writer.store(KEY, 'a:1', gpus(4), at, { traceparents: [tp(3)] });
       expect((await stored())?.traceparents).toEqual([tp(1), tp(2), tp(3)]);
     });
 
     it('keeps the newest 32', async () => {
-      await writer.store(KEY, 'a:1', gpus(1), at, tps(1, 20));
-      await writer.store(KEY, 'a:1', gpus(2), at, tps(21, 40));
+      await writer.store(KEY, 'a:1', gpus(1), at, { traceparents: tps(1, 20) });
+      await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: tps(21, 40) });
       expect((await stored())?.traceparents).toEqual(tps(9, 40));
-      await writer.store(KEY, 'a:1', gpus(3), at, tps(41, 80));
+      await writer.store(KEY, 'a:1', gpus(3), at, { traceparents: tps(41, 80) });
       expect((await stored())?.traceparents).toEqual(tps(49, 80));
     });
 
     it('writes no field without them, and carries nothing into a write without them', async () => {
-      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
+      await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1)] });
       await writer.store(KEY, 'a:1', gpus(3), at);
       expect(await stored()).not.toHaveProperty('traceparents');
-      await writer.store(KEY, 'a:1', gpus(4), at, [tp(2)]);
+      await writer.store(KEY, 'a:1', gpus(4), at, { traceparents: [tp(2)] });
       expect((await stored())?.traceparents).toEqual([tp(2)]);
     });
 
     it('leaves unchanged and unsynced results as they were: nothing written', async () => {
-      await writer.store(KEY, 'a:1', gpus(2), at, [tp(1)]);
-      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(2)])).toEqual({ kind: 'unsynced' });
+      await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1)] });
+      expect(await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(2)] })).toEqual({
+        kind: 'unsynced',
+      });
       await synced(1);
-      expect(await writer.store(KEY, 'a:1', gpus(2), at, [tp(3)])).toEqual({ kind: 'unchanged' });
+      expect(await writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(3)] })).toEqual({
+        kind: 'unchanged',
+      });
       expect(await stored()).toMatchObject({ generation: 1, traceparents: [tp(1)] });
     });
 
     it('refuses a traceparent that is not one, naming the rule', async () => {
-      await expect(writer.store(KEY, 'a:1', gpus(2), at, [tp(1), 'garbage'])).rejects.toThrow(
-        'traceparents[1] "garbage" must be a W3C traceparent',
-      );
+      await expect(
+        writer.store(KEY, 'a:1', gpus(2), at, { traceparents: [tp(1), 'garbage'] }),
+      ).rejects.toThrow('traceparents[1] "garbage" must be a W3C traceparent');
       expect(await stored()).toBeUndefined();
     });
   });

@@ -60,10 +60,11 @@ end
 `;
 
 /*
- * KEYS: lease, snapshot, generation, registrations, removal, synced generation. ARGV: owner
- * ('' = no fence), the snapshot's content field (`"inventory":<canonical JSON>` or
- * `"rejected":<JSON string>`), receivedAt and endpoint as JSON strings, and the traceparents as a
- * JSON array ('' = none: no field written, nothing parsed). A key without a registration, or with
+ * KEYS: lease, snapshot, generation, registrations, removal, synced generation, stream state.
+ * ARGV: owner ('' = no fence), the snapshot's content field (`"inventory":<canonical JSON>` or
+ * `"rejected":<JSON string>`), receivedAt and endpoint as JSON strings, the traceparents as a
+ * JSON array ('' = none: no field written, nothing parsed), and the stream state JSON, written
+ * with a stored snapshot only ('' = leave it). A key without a registration, or with
  * a removal, stores nothing: a late message of a removed plugin must never be published. The
  * snapshot is written with its content as its last field, so an equal one is recognised by
  * comparing the tail of the stored string, without decoding JSON in Lua; a snapshot written some
@@ -108,8 +109,9 @@ end
 local generation = redis.call('INCR', KEYS[3])
 local snapshot = '{"generation":' .. generation .. ',"receivedAt":' .. ARGV[3] .. traces .. ',"endpoint":' .. ARGV[4] .. ',' .. tail
 redis.call('SET', KEYS[2], snapshot)
+if ARGV[6] ~= '' then redis.call('SET', KEYS[7], ARGV[6]) end
 return generation`,
-  6,
+  7,
 );
 
 /*
@@ -160,6 +162,24 @@ function traceparentList(traceparents: readonly string[]): string {
   return JSON.stringify(kept);
 }
 
+/** What a store writes besides the snapshot. */
+export interface StoreOptions {
+  /**
+   * Tracing on: the W3C traceparents of the watcher's receive spans of the messages this write
+   * stands for, oldest first; the newest {@link MAX_SNAPSHOT_TRACE_LINKS} are kept. They are
+   * written into the snapshot (`InventorySnapshot.traceparents`) when it is stored, after those
+   * of the snapshot it replaces while that one still owes a sync; an unchanged or unsynced store
+   * writes none. None (the default): no field, no cost.
+   */
+  traceparents?: readonly string[];
+  /**
+   * The key's stream state, written in the same step when the snapshot is stored (a stored
+   * message moves its `lastMessageAt`), and not otherwise: one round trip per change instead of
+   * two (issue 29).
+   */
+  state?: StreamState;
+}
+
 /**
  * Stores inventory snapshots in a key's Redis slot: compare-and-store in one script, so that an
  * unchanged inventory costs one round trip and no write, and a changed one gets the next
@@ -179,13 +199,8 @@ export class SnapshotWriter {
   }
 
   /**
-   * Stores `inventory` as the key's snapshot unless the stored one is equal.
-   *
-   * `traceparents` (tracing on): the W3C traceparents of the watcher's receive spans of the
-   * messages this write stands for, oldest first; the newest {@link MAX_SNAPSHOT_TRACE_LINKS}
-   * are kept. They are written into the snapshot (`InventorySnapshot.traceparents`) when it is
-   * stored, after those of the snapshot it replaces while that one still owes a sync; an
-   * unchanged or unsynced store writes none. None (the default): no field, no cost.
+   * Stores `inventory` as the key's snapshot unless the stored one is equal, with what
+   * `options` adds (see {@link StoreOptions}).
    * @throws {TypeError} for a traceparent that breaks `TRACEPARENT_RULE` (a caller's bug).
    */
   store(
@@ -193,7 +208,7 @@ export class SnapshotWriter {
     endpoint: string,
     inventory: DriverInventory,
     receivedAt: Date,
-    traceparents: readonly string[] = [],
+    options: StoreOptions = {},
   ): Promise<StoreResult> {
     const json = canonicalJson(inventory);
     return this.storeContent(
@@ -202,21 +217,21 @@ export class SnapshotWriter {
       `"inventory":${json}`,
       receivedAt,
       Buffer.byteLength(json),
-      traceparents,
+      options,
     );
   }
 
   /**
    * Stores a message the watcher could not take as the key's snapshot (`rejected`), so that the
-   * syncer reports it like an invalid inventory and keeps the published slices. `traceparents`
-   * as for {@link store}.
+   * syncer reports it like an invalid inventory and keeps the published slices. `options` as
+   * for {@link store}.
    */
   reject(
     key: SliceKey,
     endpoint: string,
     problem: string,
     receivedAt: Date,
-    traceparents: readonly string[] = [],
+    options: StoreOptions = {},
   ): Promise<StoreResult> {
     const json = JSON.stringify(problem);
     return this.storeContent(
@@ -225,7 +240,7 @@ export class SnapshotWriter {
       `"rejected":${json}`,
       receivedAt,
       Buffer.byteLength(json),
-      traceparents,
+      options,
     );
   }
 
@@ -235,7 +250,7 @@ export class SnapshotWriter {
     content: string,
     receivedAt: Date,
     bytes: number,
-    traceparents: readonly string[],
+    { traceparents = [], state }: StoreOptions,
   ): Promise<StoreResult> {
     const result = Number(
       await STORE.run(
@@ -247,6 +262,7 @@ export class SnapshotWriter {
           this.keys.registrations(key),
           this.keys.removal(key),
           this.keys.syncedGeneration(key),
+          this.keys.streamState(key),
         ],
         [
           this.owner,
@@ -254,6 +270,7 @@ export class SnapshotWriter {
           JSON.stringify(receivedAt.toISOString()),
           JSON.stringify(endpoint),
           traceparents.length === 0 ? '' : traceparentList(traceparents),
+          state === undefined ? '' : JSON.stringify(state),
         ],
       ),
     );

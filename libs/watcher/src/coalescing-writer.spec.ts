@@ -5,7 +5,7 @@ import type {
   StreamStateName,
   SyncReason,
 } from '@slicekeeper/contracts';
-import type { StoreResult, WithdrawResult } from '@slicekeeper/state';
+import type { StoreOptions, StoreResult, WithdrawResult } from '@slicekeeper/state';
 import { ManualClock, flushPromises } from '@slicekeeper/time/testing';
 import { CoalescingWriter } from './coalescing-writer';
 import type { CoalescingWriterOptions, SnapshotWrite } from './coalescing-writer';
@@ -24,8 +24,15 @@ class ScriptedRedis {
   private generation = 0;
 
   readonly writer: CoalescingWriterOptions['writer'] = {
-    store: async (_key: SliceKey, _endpoint: string, inventory: DriverInventory) => {
-      this.calls.push(`store ${String(inventory.pools[0]?.devices.length)}`);
+    store: async (
+      _key: SliceKey,
+      _endpoint: string,
+      inventory: DriverInventory,
+      _receivedAt: Date,
+      options?: StoreOptions,
+    ) => {
+      const state = options?.state === undefined ? '' : ` with state ${options.state.state}`;
+      this.calls.push(`store ${String(inventory.pools[0]?.devices.length)}${state}`);
       await this.gate;
       const result = this.storeResults.shift() ?? {
         kind: 'stored',
@@ -180,10 +187,27 @@ describe('CoalescingWriter', () => {
     expect(redis.calls).toEqual(['state backoff', 'sync unreachable']);
   });
 
-  it('asks for a snapshot sync before it rewrites the state', async () => {
+  it('writes the state with a stored snapshot, in one step, before the sync it asks for', async () => {
     writer.submit({ snapshot: store(2), state: { value: state('streaming'), changed: true } });
     await flushPromises();
-    expect(redis.calls).toEqual(['store 2', 'sync first-snapshot', 'state streaming']);
+    expect(redis.calls).toEqual(['store 2 with state streaming', 'sync first-snapshot']);
+  });
+
+  it('writes a state that came while a snapshot was stored after the store', async () => {
+    let open = (): void => undefined;
+    redis.gate = new Promise((resolve) => (open = resolve));
+    writer.submit({ snapshot: store(2), state: { value: state('streaming'), changed: true } });
+    await flushPromises();
+    // The next message's state: only its lastMessageAt moved on.
+    writer.submit({ state: { value: state('streaming'), changed: false } });
+    redis.gate = undefined;
+    open();
+    await flushPromises();
+    expect(redis.calls).toEqual([
+      'store 2 with state streaming',
+      'sync first-snapshot',
+      'state streaming',
+    ]);
   });
 
   it('asks for the sync of the highest priority of several owed at once', async () => {
@@ -199,10 +223,14 @@ describe('CoalescingWriter', () => {
     redis.storeResults.push({ kind: 'unchanged' });
     writer.submit({ snapshot: store(2) });
     await flushPromises();
-    expect(redis.calls).toEqual(['store 2']);
+    expect(redis.calls).toEqual(['store 2 with state streaming']);
     writer.submit({ snapshot: store(3) });
     await flushPromises();
-    expect(redis.calls).toEqual(['store 2', 'store 3', 'sync first-snapshot', 'state streaming']);
+    expect(redis.calls).toEqual([
+      'store 2 with state streaming',
+      'store 3 with state streaming',
+      'sync first-snapshot',
+    ]);
   });
 
   it('retries a failed write after the retry delay, with the latest snapshot', async () => {
@@ -224,7 +252,8 @@ describe('CoalescingWriter', () => {
     redis.storeResults.push({ kind: 'unchanged' });
     writer.republish();
     await flushPromises();
-    expect(redis.calls).toEqual(['store 2', 'state streaming']);
+    // The store was unchanged: the state is written on its own.
+    expect(redis.calls).toEqual(['store 2 with state streaming', 'state streaming']);
 
     writer.submit({ snapshot: { kind: 'withdraw' } });
     await flushPromises();

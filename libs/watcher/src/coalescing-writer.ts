@@ -296,16 +296,27 @@ export class CoalescingWriter {
     }
   }
 
-  /** Writes a store or a reject, with the traceparents of the messages it stands for. */
-  private store(
+  /**
+   * Writes a store or a reject, with the traceparents of the messages it stands for and the
+   * latest stream state, which a stored snapshot writes in the same step (its lastMessageAt moved
+   * on). A state that came while it was stored is written after.
+   */
+  private async store(
     write: Exclude<SnapshotWrite, { kind: 'withdraw' }>,
     traceparents: string[] | undefined,
   ): Promise<StoreResult> {
     const { key, writer } = this.options;
     const receivedAt = new Date(write.receivedAt);
-    return write.kind === 'store'
-      ? writer.store(key, write.endpoint, write.inventory, receivedAt, traceparents)
-      : writer.reject(key, write.endpoint, write.problem, receivedAt, traceparents);
+    const state = this.state;
+    const options = {
+      ...(traceparents === undefined ? {} : { traceparents }),
+      ...(state === undefined ? {} : { state }),
+    };
+    const result = await (write.kind === 'store'
+      ? writer.store(key, write.endpoint, write.inventory, receivedAt, options)
+      : writer.reject(key, write.endpoint, write.problem, receivedAt, options));
+    if (result.kind === 'stored' && state !== undefined) this.stateDirty = this.state !== state;
+    return result;
   }
 
   /** Takes in what a store did; true when it owes a sync. */
@@ -317,8 +328,6 @@ export class CoalescingWriter {
         metrics?.snapshotBytes.observe(result.bytes);
         logger.debug({ generation: result.generation }, 'snapshot stored');
         this.owe(storedReason(write, result.generation));
-        // Written again with the snapshot: its lastMessageAt moved on.
-        this.stateDirty = true;
         return true;
       case 'unsynced':
         metrics?.snapshots.inc({ result: 'unchanged' });

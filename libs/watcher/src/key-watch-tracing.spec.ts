@@ -5,7 +5,7 @@ import type { DriverInventory, SliceKey } from '@slicekeeper/contracts';
 import { TRACEPARENT_RULE } from '@slicekeeper/contracts';
 import { createLogger } from '@slicekeeper/observability';
 import type { Logger } from '@slicekeeper/observability';
-import type { StoreResult } from '@slicekeeper/state';
+import type { StoreOptions, StoreResult } from '@slicekeeper/state';
 import { SpanKind, SpanStatusCode, formatTraceparent } from '@slicekeeper/telemetry';
 import { recordedTracing } from '@slicekeeper/telemetry/testing';
 import { ManualClock } from '@slicekeeper/time/testing';
@@ -35,14 +35,14 @@ class FlakyWriter extends MemoryWriter {
     endpoint: string,
     inventory: DriverInventory,
     receivedAt?: Date,
-    traceparents?: readonly string[],
+    options?: StoreOptions,
   ): Promise<StoreResult> {
     if (this.failures > 0) {
       this.failures--;
       await Promise.resolve();
       throw new Error('connection lost');
     }
-    const result = await super.store(key, endpoint, inventory, receivedAt, traceparents);
+    const result = await super.store(key, endpoint, inventory, receivedAt, options);
     return this.owesSync && result.kind === 'unchanged' ? { kind: 'unsynced' } : result;
   }
 }

@@ -16,7 +16,7 @@ import type {
   PublisherConnector,
   WatchRequest,
 } from '../publisher-connector';
-import type { SnapshotWriter, StoreResult, WithdrawResult } from '@slicekeeper/state';
+import type { SnapshotWriter, StoreOptions, StoreResult, WithdrawResult } from '@slicekeeper/state';
 import type { SyncEnqueuer } from '../sync-enqueuer';
 import { KEY } from '@slicekeeper/state/testing';
 
@@ -117,21 +117,18 @@ export class MemoryWriter
   stores = 0;
   private generation = 0;
 
-  /** Keeps the traceparents passed, as they are (carrying them forward is the real writer's). */
+  /**
+   * Keeps the traceparents passed, as they are (carrying them forward is the real writer's), and
+   * the state with a stored snapshot.
+   */
   async store(
     key: SliceKey,
     endpoint: string,
     inventory: DriverInventory,
     _receivedAt?: Date,
-    traceparents: readonly string[] = [],
+    options: StoreOptions = {},
   ): Promise<StoreResult> {
-    await roundTrip();
-    this.stores++;
-    const json = canonicalJson(inventory);
-    if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
-    this.generation++;
-    this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json, traceparents });
-    return { kind: 'stored', generation: this.generation, bytes: json.length };
+    return this.storeJson(key, endpoint, canonicalJson(inventory), options);
   }
 
   /** Stores a rejection as the snapshot; `rejection(key)` reads it back. */
@@ -140,14 +137,23 @@ export class MemoryWriter
     endpoint: string,
     problem: string,
     _receivedAt?: Date,
-    traceparents: readonly string[] = [],
+    options: StoreOptions = {},
+  ): Promise<StoreResult> {
+    return this.storeJson(key, endpoint, JSON.stringify({ rejected: problem }), options);
+  }
+
+  private async storeJson(
+    key: SliceKey,
+    endpoint: string,
+    json: string,
+    { traceparents = [], state }: StoreOptions,
   ): Promise<StoreResult> {
     await roundTrip();
     this.stores++;
-    const json = JSON.stringify({ rejected: problem });
     if (this.snapshots.get(keyId(key))?.json === json) return { kind: 'unchanged' };
     this.generation++;
     this.snapshots.set(keyId(key), { generation: this.generation, endpoint, json, traceparents });
+    if (state !== undefined) this.states.set(keyId(key), state);
     return { kind: 'stored', generation: this.generation, bytes: json.length };
   }
 
