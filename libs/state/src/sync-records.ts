@@ -70,7 +70,8 @@ export class SyncRecords {
     holder: string,
     { prepayWrite = false }: { prepayWrite?: boolean } = {},
   ): Promise<SyncTurn | undefined> {
-    // Asked for beside the reads, not in their pipeline: the budget lives in a slot of its own.
+    // Asked for beside the reads, not in their pipeline: the budget lives in a slot of its own
+    // (on one server both go out in the tick's write, see `execPipeline`).
     const prepaid = prepayWrite ? this.writeLimiter?.acquire() : undefined;
     prepaid?.catch(() => undefined);
     const taken = await this.guard.acquireWith(this.keys.syncGuard(key), holder, (pipeline) => {
