@@ -55,28 +55,43 @@ function floorRow(phase: string, cpuMs: Record<string, number>, samples: number)
   };
 }
 
-/** The floor's rows: a BullMQ round trip, an API write, and both (the floor's round trip). */
-export function floorCpuRows(floor: FloorResult): CpuPerUnitRow[] {
+/** The phase name of the paced floor's rows: `floor<PACED_FLOOR>: both (one round trip)`. */
+export const PACED_FLOOR = ', rounds 10 ms apart';
+
+/**
+ * The floor's rows: a BullMQ round trip, an API write, and both (the floor's round trip);
+ * `label` follows "floor" in their phase names.
+ */
+export function floorCpuRows(floor: FloorResult, label = ''): CpuPerUnitRow[] {
   const { queueRoundTrip, apiWrite } = floor.cpuMsPerRound;
   const both: Record<string, number> = {};
   for (const name of new Set([...Object.keys(queueRoundTrip), ...Object.keys(apiWrite)])) {
     both[name] = (queueRoundTrip[name] ?? 0) + (apiWrite[name] ?? 0);
   }
   return [
-    floorRow('floor: bare BullMQ add → Worker job', queueRoundTrip, floor.queueRoundTrip.samples),
-    floorRow('floor: one keep-alive ResourceSlice write', apiWrite, floor.apiWrite.samples),
-    floorRow('floor: both (one round trip)', both, floor.queueRoundTrip.samples),
+    floorRow(
+      `floor${label}: bare BullMQ add → Worker job`,
+      queueRoundTrip,
+      floor.queueRoundTrip.samples,
+    ),
+    floorRow(`floor${label}: one keep-alive ResourceSlice write`, apiWrite, floor.apiWrite.samples),
+    floorRow(`floor${label}: both (one round trip)`, both, floor.queueRoundTrip.samples),
   ];
 }
 
-/** Every phase's CPU per unit, the floor's first. */
+/**
+ * Every phase's CPU per unit, the floor's first; with `pacedFloor` (the floor measured with its
+ * rounds 10 ms apart, as changes come at 100 changes/s), its rows after the floor's.
+ */
 export function cpuPerUnitRows(
   floor: FloorResult,
   latency: readonly LatencyResult[],
   sync: readonly SyncRunResult[],
+  pacedFloor?: FloorResult,
 ): CpuPerUnitRow[] {
   return [
     ...floorCpuRows(floor),
+    ...(pacedFloor === undefined ? [] : floorCpuRows(pacedFloor, PACED_FLOOR)),
     ...latency.map(
       (l): CpuPerUnitRow => ({
         phase: `${l.rate} changes/s (end to end, watcher on)`,
@@ -106,6 +121,21 @@ export function cpuPerUnitRows(
       },
     ]),
   ];
+}
+
+/**
+ * Own CPU per change at 100 changes/s against both floors: back to back (the goal's) and with
+ * rounds 10 ms apart, as the changes come.
+ */
+export function pacedFloorLine(rows: readonly CpuPerUnitRow[]): string {
+  const own = rows.find((r) => r.phase.startsWith('100 changes/s'))?.msPerUnit.own;
+  const floor = rows.find((r) => r.phase === 'floor: both (one round trip)')?.msPerUnit.own;
+  const paced = rows.find((r) => r.phase === `floor${PACED_FLOOR}: both (one round trip)`)
+    ?.msPerUnit.own;
+  if (own === undefined || floor === undefined || paced === undefined) {
+    return 'own CPU per change at 100 changes/s against a paced floor: not measured';
+  }
+  return `own CPU per change at 100 changes/s: ${own} ms, ${round(own / floor, 2)} × the floor back to back (${floor} ms), ${round(own / paced, 2)} × the floor with rounds 10 ms apart (${paced} ms)`;
 }
 
 const COLUMNS = ['own', ...OWN_PROCESSES, ...SERVER_PROCESSES] as const;

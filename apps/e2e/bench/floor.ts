@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { round, summarize } from './stats';
@@ -57,6 +58,11 @@ export interface FloorOptions {
   samples: number;
   /** Unmeasured rounds first (JIT, connection set-up). @defaultValue 50 */
   warmup?: number;
+  /**
+   * Each round starts this long after the previous one ended, ms, as changes that come one at a
+   * time do (10 at 100 changes/s); 0 runs them back to back. @defaultValue 0
+   */
+  paceMs?: number;
 }
 
 export async function measureFloor(options: FloorOptions): Promise<FloorResult> {
@@ -102,6 +108,7 @@ async function measureQueueRoundTrip(options: FloorOptions): Promise<Measured> {
     const warmup = options.warmup ?? 50;
     let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
+      if ((options.paceMs ?? 0) > 0) await sleep(options.paceMs ?? 0);
       if (i === warmup) cpuBefore = await cpuReading();
       const ran = new Promise<number>((resolve) => (processing = resolve));
       const done = new Promise<void>((resolve) => (completed = resolve));
@@ -193,6 +200,7 @@ async function measureApiWrite(options: FloorOptions): Promise<Measured> {
     let resourceVersion: string | undefined;
     let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
+      if ((options.paceMs ?? 0) > 0) await sleep(options.paceMs ?? 0);
       if (i === warmup) cpuBefore = await cpuReading();
       const start = performance.now();
       const answer =

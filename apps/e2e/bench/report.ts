@@ -66,6 +66,8 @@ export interface PrioritiesBenchResults extends BenchRun {
 /** Only the floor, the latency rates and one replica's sync phases (`BENCH_ONLY=cpu`). */
 export interface CpuBenchResults extends BenchRun {
   floor: FloorResult;
+  /** The floor with its rounds `settings.floorPaceMs` apart, as changes come at 100 changes/s. */
+  pacedFloor: FloorResult;
   latency: LatencyResult[];
   sync: SyncRunResult[];
   cpuPerUnit: CpuPerUnitRow[];

@@ -52,6 +52,7 @@ import type { InProcessDriver } from '../src/harness';
 import {
   cpuGoals,
   cpuPerUnitRows,
+  pacedFloorLine,
   cpuPerUnitTable,
   tracingCostRows,
   tracingCostTable,
@@ -142,6 +143,13 @@ const CONCURRENCY = 16;
 const LATENCY_DRIVERS = 100;
 const LATENCY_RATES = [100, 1000];
 const FLOOR_SAMPLES = 500;
+/**
+ * The floor once more with its rounds paced as changes come at the first latency rate (10 ms
+ * apart at 100 changes/s), so that the change's CPU can also be read against a floor that
+ * pays what a lone round pays (a cold path, a wake-up), not only against rounds back to back.
+ */
+const PACED_FLOOR_SAMPLES = 300;
+const FLOOR_PACE_MS = 1000 / (LATENCY_RATES[0] ?? 100);
 const LATENCY_SYSTEM = 'bench-latency';
 
 type Latency = LatencyResult & { ratioToFloor: number };
@@ -153,7 +161,7 @@ type Latency = LatencyResult & { ratioToFloor: number };
 function floorAndLatency(
   production: ProductionTree | undefined,
   sink?: OtlpReceiver,
-): Promise<{ floor: FloorResult; latency: Latency[] }> {
+): Promise<{ floor: FloorResult; pacedFloor: FloorResult; latency: Latency[] }> {
   const nodes = Array.from({ length: LATENCY_DRIVERS }, (_, i) => `node-${i}`);
   progress(
     `latency system, tracing ${sink === undefined ? 'off' : 'on'}: load ${os
@@ -188,8 +196,15 @@ function floorAndLatency(
         samples: FLOOR_SAMPLES,
       });
       progress(
-        `floor: ${floor.floorMs} ms (BullMQ round trip p50 ${floor.queueRoundTrip.p50} ms + API write p50 ${floor.apiWrite.p50} ms)`,
+        `floor: ${floor.floorMs} ms (BullMQ round trip p50 ${floor.queueRoundTrip.p50} ms + API write p50 ${floor.apiWrite.p50} ms); again with rounds ${FLOOR_PACE_MS} ms apart…`,
       );
+      const pacedFloor = await measureFloor({
+        redisUrl: system.redis.url,
+        emulatorUrl: system.emulator.url,
+        node: 'node-0',
+        samples: PACED_FLOOR_SAMPLES,
+        paceMs: FLOOR_PACE_MS,
+      });
       progress(`latency: registering ${LATENCY_DRIVERS} in-process drivers…`);
       const drivers: InProcessDriver[] = [];
       await inParallel(nodes, 8, async (node) => {
@@ -241,7 +256,7 @@ function floorAndLatency(
             Object.fromEntries(latency.map((l) => [`${l.rate} changes/s${traced}`, l.window])),
           );
         }
-        return { floor, latency };
+        return { floor, pacedFloor, latency };
       } finally {
         watch.close();
       }
@@ -420,10 +435,11 @@ async function cpuOnly(): Promise<void> {
   );
   const production = await cpuBenchServices();
   let floor: FloorResult;
+  let pacedFloor: FloorResult;
   let latency: Latency[];
   let run: SyncRunResult;
   try {
-    ({ floor, latency } = await floorAndLatency(production));
+    ({ floor, pacedFloor, latency } = await floorAndLatency(production));
     progress('sync: fresh system with 1 syncer replica…');
     run = await runSyncThroughput({
       keys: KEYS,
@@ -439,7 +455,7 @@ async function cpuOnly(): Promise<void> {
   } finally {
     await production?.close();
   }
-  const cpuPerUnit = cpuPerUnitRows(floor, latency, [run]);
+  const cpuPerUnit = cpuPerUnitRows(floor, latency, [run], pacedFloor);
   const results: CpuBenchResults = {
     date: startedAt.toISOString().slice(0, 10),
     startedAt: startedAt.toISOString(),
@@ -451,10 +467,13 @@ async function cpuOnly(): Promise<void> {
       latencyDrivers: LATENCY_DRIVERS,
       latencyRates: LATENCY_RATES,
       floorSamples: FLOOR_SAMPLES,
+      pacedFloorSamples: PACED_FLOOR_SAMPLES,
+      floorPaceMs: FLOOR_PACE_MS,
       profiled: CPU_PROF_DIR !== '',
       services: SERVICES,
     },
     floor,
+    pacedFloor,
     latency,
     sync: [run],
     cpuPerUnit,
@@ -469,6 +488,7 @@ async function cpuOnly(): Promise<void> {
       `floor ${floor.floorMs} ms; latency p50 ${latency.map((l) => `${l.rate}/s ${l.p50ms} ms`).join(', ')}; cold ${run.cold.seconds} s, warm ${run.warm.seconds} s for ${run.keys} keys`,
       '## CPU per unit, ms (own = watcher + syncer + API; on the floor rows, the bench as client)',
       cpuPerUnitTable(cpuPerUnit),
+      pacedFloorLine(cpuPerUnit),
       '## Goals',
       goalsTable(results.goals),
       '',
@@ -600,7 +620,7 @@ async function main(): Promise<void> {
   progress(
     `keys ${KEYS}, replicas ${REPLICAS.join(',')}, ${SECONDS} s per latency rate, ${DELETES} deletes, ${STREAMS} streams`,
   );
-  const { floor, latency } = await floorAndLatency(undefined);
+  const { floor, pacedFloor, latency } = await floorAndLatency(undefined);
   const sync: SyncRunResult[] = [];
   let repair: RepairResult | undefined;
   let syncerMemory: SyncerMemoryResult | undefined;
@@ -641,7 +661,7 @@ async function main(): Promise<void> {
     floor,
     latency,
     sync,
-    cpuPerUnit: cpuPerUnitRows(floor, latency, sync),
+    cpuPerUnit: cpuPerUnitRows(floor, latency, sync, pacedFloor),
     apiReads,
     repair,
     syncerMemory,
