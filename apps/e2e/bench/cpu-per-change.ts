@@ -55,27 +55,23 @@ function floorRow(phase: string, cpuMs: Record<string, number>, samples: number)
   };
 }
 
-/** The phase name of the paced floor's rows: `floor<PACED_FLOOR>: both (one round trip)`. */
-export const PACED_FLOOR = ', rounds 10 ms apart';
+/** How a floor's rows name it: "floor", and how far apart its rounds were when paced. */
+function floorName(floor: FloorResult): string {
+  return floor.paceMs > 0 ? `floor, rounds ${floor.paceMs} ms apart` : 'floor';
+}
 
-/**
- * The floor's rows: a BullMQ round trip, an API write, and both (the floor's round trip);
- * `label` follows "floor" in their phase names.
- */
-export function floorCpuRows(floor: FloorResult, label = ''): CpuPerUnitRow[] {
+/** The floor's rows: a BullMQ round trip, an API write, and both (the floor's round trip). */
+export function floorCpuRows(floor: FloorResult): CpuPerUnitRow[] {
   const { queueRoundTrip, apiWrite } = floor.cpuMsPerRound;
   const both: Record<string, number> = {};
   for (const name of new Set([...Object.keys(queueRoundTrip), ...Object.keys(apiWrite)])) {
     both[name] = (queueRoundTrip[name] ?? 0) + (apiWrite[name] ?? 0);
   }
+  const name = floorName(floor);
   return [
-    floorRow(
-      `floor${label}: bare BullMQ add → Worker job`,
-      queueRoundTrip,
-      floor.queueRoundTrip.samples,
-    ),
-    floorRow(`floor${label}: one keep-alive ResourceSlice write`, apiWrite, floor.apiWrite.samples),
-    floorRow(`floor${label}: both (one round trip)`, both, floor.queueRoundTrip.samples),
+    floorRow(`${name}: bare BullMQ add → Worker job`, queueRoundTrip, floor.queueRoundTrip.samples),
+    floorRow(`${name}: one keep-alive ResourceSlice write`, apiWrite, floor.apiWrite.samples),
+    floorRow(`${name}: both (one round trip)`, both, floor.queueRoundTrip.samples),
   ];
 }
 
@@ -91,7 +87,7 @@ export function cpuPerUnitRows(
 ): CpuPerUnitRow[] {
   return [
     ...floorCpuRows(floor),
-    ...(pacedFloor === undefined ? [] : floorCpuRows(pacedFloor, PACED_FLOOR)),
+    ...(pacedFloor === undefined ? [] : floorCpuRows(pacedFloor)),
     ...latency.map(
       (l): CpuPerUnitRow => ({
         phase: `${l.rate} changes/s (end to end, watcher on)`,
@@ -124,18 +120,19 @@ export function cpuPerUnitRows(
 }
 
 /**
- * Own CPU per change at 100 changes/s against both floors: back to back (the goal's) and with
- * rounds 10 ms apart, as the changes come.
+ * Own CPU per change at 100 changes/s against both floors: back to back (the goal's) and
+ * paced, as the changes come.
  */
-export function pacedFloorLine(rows: readonly CpuPerUnitRow[]): string {
+export function pacedFloorLine(rows: readonly CpuPerUnitRow[], pacedFloor: FloorResult): string {
   const own = rows.find((r) => r.phase.startsWith('100 changes/s'))?.msPerUnit.own;
-  const floor = rows.find((r) => r.phase === 'floor: both (one round trip)')?.msPerUnit.own;
-  const paced = rows.find((r) => r.phase === `floor${PACED_FLOOR}: both (one round trip)`)
-    ?.msPerUnit.own;
+  const both = (name: string) =>
+    rows.find((r) => r.phase === `${name}: both (one round trip)`)?.msPerUnit.own;
+  const floor = both('floor');
+  const paced = both(floorName(pacedFloor));
   if (own === undefined || floor === undefined || paced === undefined) {
     return 'own CPU per change at 100 changes/s against a paced floor: not measured';
   }
-  return `own CPU per change at 100 changes/s: ${own} ms, ${round(own / floor, 2)} × the floor back to back (${floor} ms), ${round(own / paced, 2)} × the floor with rounds 10 ms apart (${paced} ms)`;
+  return `own CPU per change at 100 changes/s: ${own} ms, ${round(own / floor, 2)} × the floor back to back (${floor} ms), ${round(own / paced, 2)} × the ${floorName(pacedFloor)} (${paced} ms)`;
 }
 
 const COLUMNS = ['own', ...OWN_PROCESSES, ...SERVER_PROCESSES] as const;

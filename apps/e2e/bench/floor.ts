@@ -26,6 +26,8 @@ export interface FloorResult {
    * `kube-emulator`). Warm-up rounds are not counted.
    */
   cpuMsPerRound: { queueRoundTrip: Record<string, number>; apiWrite: Record<string, number> };
+  /** How far apart its rounds were, ms (`FloorOptions.paceMs`); 0 when back to back. */
+  paceMs: number;
 }
 
 /** CPU seconds so far per process, the bench's own read after the rest. */
@@ -73,6 +75,7 @@ export async function measureFloor(options: FloorOptions): Promise<FloorResult> 
     apiWrite: api.summary,
     floorMs: round(queue.summary.p50 + api.summary.p50, 3),
     cpuMsPerRound: { queueRoundTrip: queue.cpuMsPerRound, apiWrite: api.cpuMsPerRound },
+    paceMs: options.paceMs ?? 0,
   };
 }
 
@@ -106,9 +109,10 @@ async function measureQueueRoundTrip(options: FloorOptions): Promise<Measured> {
     await worker.waitUntilReady();
     const samples: number[] = [];
     const warmup = options.warmup ?? 50;
+    const paceMs = options.paceMs ?? 0;
     let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
-      if ((options.paceMs ?? 0) > 0) await sleep(options.paceMs ?? 0);
+      if (paceMs > 0) await sleep(paceMs);
       if (i === warmup) cpuBefore = await cpuReading();
       const ran = new Promise<number>((resolve) => (processing = resolve));
       const done = new Promise<void>((resolve) => (completed = resolve));
@@ -197,10 +201,11 @@ async function measureApiWrite(options: FloorOptions): Promise<Measured> {
   try {
     const samples: number[] = [];
     const warmup = options.warmup ?? 50;
+    const paceMs = options.paceMs ?? 0;
     let resourceVersion: string | undefined;
     let cpuBefore: Record<string, number> = {};
     for (let i = 0; i < warmup + options.samples; i++) {
-      if ((options.paceMs ?? 0) > 0) await sleep(options.paceMs ?? 0);
+      if (paceMs > 0) await sleep(paceMs);
       if (i === warmup) cpuBefore = await cpuReading();
       const start = performance.now();
       const answer =

@@ -488,7 +488,7 @@ async function cpuOnly(): Promise<void> {
       `floor ${floor.floorMs} ms; latency p50 ${latency.map((l) => `${l.rate}/s ${l.p50ms} ms`).join(', ')}; cold ${run.cold.seconds} s, warm ${run.warm.seconds} s for ${run.keys} keys`,
       '## CPU per unit, ms (own = watcher + syncer + API; on the floor rows, the bench as client)',
       cpuPerUnitTable(cpuPerUnit),
-      pacedFloorLine(cpuPerUnit),
+      pacedFloorLine(cpuPerUnit, pacedFloor),
       '## Goals',
       goalsTable(results.goals),
       '',

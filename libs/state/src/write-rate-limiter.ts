@@ -65,7 +65,7 @@ export class WriteRateLimiter {
   /**
    * Resolves when the caller may make one write. The token is asked for in the connection's
    * pipeline of the tick (`execPipeline`): a sync's first token goes out in one write with its
-   * reads, one socket write and one batch of replies less per change (issue 29). Should that
+   * reads, one socket write less per change (issue 29). Should that
    * batch be sent again (NOSCRIPT after a Redis restart), a token can be taken twice: the budget
    * is underspent, never overspent.
    */
