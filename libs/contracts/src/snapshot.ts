@@ -2,6 +2,11 @@ import { z } from 'zod';
 import { driverInventorySchema } from './inventory';
 import { MAX_SNAPSHOT_TRACE_LINKS, TRACEPARENT_PATTERN, TRACEPARENT_RULE } from './trace-context';
 
+/** The snapshot schema's refinement: exactly one of `inventory` and `rejected` is set. */
+export function holdsOneOutcome(snapshot: { inventory?: unknown; rejected?: unknown }): boolean {
+  return (snapshot.inventory === undefined) !== (snapshot.rejected === undefined);
+}
+
 /**
  * A key's latest inventory as stored in Redis by the plugin-watcher
  * (`RedisKeys.snapshot`). Each new snapshot gets the next snapshot generation, so the
@@ -36,7 +41,7 @@ export const inventorySnapshotSchema = z
   })
   .strict()
   .superRefine((snapshot, ctx) => {
-    if ((snapshot.inventory === undefined) === (snapshot.rejected === undefined)) {
+    if (!holdsOneOutcome(snapshot)) {
       ctx.addIssue({
         code: 'custom',
         path: ['inventory'],

@@ -18,8 +18,13 @@ export class CorruptRecordError extends TerminalError {
   }
 }
 
+/** A record's schema: zod's, or a `CompiledSchema` of it. */
+export interface RecordSchema<T> {
+  safeParse(value: unknown): z.ZodSafeParseResult<T>;
+}
+
 /** Decodes a JSON record with its schema; throws {@link CorruptRecordError} naming `record`. */
-export function decodeRecord<T>(schema: z.ZodType<T>, raw: string, record: string): T {
+export function decodeRecord<T>(schema: RecordSchema<T>, raw: string, record: string): T {
   let json: unknown;
   try {
     json = JSON.parse(raw);
@@ -30,14 +35,14 @@ export function decodeRecord<T>(schema: z.ZodType<T>, raw: string, record: strin
 }
 
 /** Checks an already split record (a stream entry's fields) with its schema. */
-export function decodeFields<T>(schema: z.ZodType<T>, value: unknown, record: string): T {
+export function decodeFields<T>(schema: RecordSchema<T>, value: unknown, record: string): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new CorruptRecordError(record, parsed.error.message);
   return parsed.data;
 }
 
 /** The records a repository skips rather than fails on, since nothing depends on them. */
-export function decodeOrUndefined<T>(schema: z.ZodType<T>, raw: string | null): T | undefined {
+export function decodeOrUndefined<T>(schema: RecordSchema<T>, raw: string | null): T | undefined {
   if (raw === null) return undefined;
   try {
     return schema.safeParse(JSON.parse(raw)).data;

@@ -1,7 +1,8 @@
 import type { RedisClient } from '@slicekeeper/queue';
-import { keyId, streamStateSchema } from '@slicekeeper/contracts';
+import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey } from '@slicekeeper/contracts';
 import { decodeOrUndefined } from './codec';
+import { streamStateRecord } from './record-schemas';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
@@ -56,7 +57,7 @@ export class KeyIndex {
     return {
       registered: registrations > 0,
       removed: removal > 0,
-      streaming: decodeOrUndefined(streamStateSchema, stream)?.state === 'streaming',
+      streaming: decodeOrUndefined(streamStateRecord, stream)?.state === 'streaming',
     };
   }
 

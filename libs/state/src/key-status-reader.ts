@@ -1,13 +1,9 @@
 import type { RedisClient } from '@slicekeeper/queue';
 import { z } from 'zod';
-import {
-  inventorySnapshotSchema,
-  keyId,
-  streamStateSchema,
-  syncStatusSchema,
-} from '@slicekeeper/contracts';
+import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import { decodeRecord } from './codec';
+import { snapshotRecord, streamStateRecord, syncStatusRecord } from './record-schemas';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
@@ -70,9 +66,9 @@ export class KeyStatusReader {
     const id = keyId(key);
     const status: KeyStatus = {};
     if (stream != null)
-      status.stream = decodeRecord(streamStateSchema, stream, `stream state of ${id}`);
+      status.stream = decodeRecord(streamStateRecord, stream, `stream state of ${id}`);
     if (snapshot != null) {
-      const parsed = decodeRecord(inventorySnapshotSchema, snapshot, `snapshot of ${id}`);
+      const parsed = decodeRecord(snapshotRecord, snapshot, `snapshot of ${id}`);
       const pools = (parsed.inventory?.pools ?? []).map((pool) => ({
         name: pool.name,
         devices:
@@ -88,7 +84,7 @@ export class KeyStatusReader {
         ...(parsed.rejected === undefined ? {} : { rejected: parsed.rejected }),
       };
     }
-    if (sync != null) status.sync = decodeRecord(syncStatusSchema, sync, `status of ${id}`);
+    if (sync != null) status.sync = decodeRecord(syncStatusRecord, sync, `status of ${id}`);
     return status;
   }
 }

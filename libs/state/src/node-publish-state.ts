@@ -1,8 +1,9 @@
 import type { RedisClient } from '@slicekeeper/queue';
-import { keyId, parseKeyId, streamStateSchema, syncStatusSchema } from '@slicekeeper/contracts';
+import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { SliceKey, StreamState, SyncStatus } from '@slicekeeper/contracts';
 import { errorMessage } from '@slicekeeper/errors';
 import { CorruptRecordError, decodeRecord } from './codec';
+import { streamStateRecord, syncStatusRecord } from './record-schemas';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
@@ -97,10 +98,10 @@ export class NodePublishState {
         key,
         ...(status == null
           ? {}
-          : { status: decodeRecord(syncStatusSchema, status, `status of ${keyId(key)}`) }),
+          : { status: decodeRecord(syncStatusRecord, status, `status of ${keyId(key)}`) }),
         ...(stream == null
           ? {}
-          : { stream: decodeRecord(streamStateSchema, stream, `stream state of ${keyId(key)}`) }),
+          : { stream: decodeRecord(streamStateRecord, stream, `stream state of ${keyId(key)}`) }),
         ...(generation == null ? {} : { snapshotGeneration: counterOf(key, generation) }),
       };
     } catch (error) {

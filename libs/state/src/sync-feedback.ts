@@ -1,8 +1,9 @@
 import { redisHealth } from '@slicekeeper/queue';
 import type { RedisClient } from '@slicekeeper/queue';
-import { keyId, syncStatusSchema } from '@slicekeeper/contracts';
+import { keyId } from '@slicekeeper/contracts';
 import type { SliceKey, SyncStatus } from '@slicekeeper/contracts';
 import { decodeOrUndefined } from './codec';
+import { syncStatusRecord } from './record-schemas';
 import { redisKeys } from './redis-keys';
 import type { RedisKeys } from './redis-keys';
 
@@ -66,7 +67,7 @@ export class SyncFeedback {
     keys.forEach((key, i) => {
       const reply = replies[i];
       if (reply?.status !== 'fulfilled' || reply.value === null) return;
-      const status = decodeOrUndefined(syncStatusSchema, reply.value);
+      const status = decodeOrUndefined(syncStatusRecord, reply.value);
       if (status !== undefined) this.options.onStatus(key, status);
     });
   }
@@ -90,7 +91,7 @@ export class SyncFeedback {
   private readonly onMessage = (channel: string, message: string): void => {
     const key = this.followed.get(channel);
     if (key === undefined) return;
-    const status = decodeOrUndefined(syncStatusSchema, message);
+    const status = decodeOrUndefined(syncStatusRecord, message);
     if (status === undefined) {
       this.options.onProblem?.(`feedback of ${keyId(key)} is not a sync status: skipped`);
       return;

@@ -1,12 +1,5 @@
-import { hash } from 'node:crypto';
 import type { RedisClient } from '@slicekeeper/queue';
-import {
-  inventorySnapshotSchema,
-  keyId,
-  removalSchema,
-  streamStateSchema,
-  syncStatusSchema,
-} from '@slicekeeper/contracts';
+import { keyId, removalSchema } from '@slicekeeper/contracts';
 import type {
   InventorySnapshot,
   Removal,
@@ -17,6 +10,7 @@ import type {
 import { LuaScript, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 import { decodeOrUndefined, decodeRecord } from './codec';
+import { snapshotRecord, streamStateRecord, syncStatusRecord } from './record-schemas';
 import { KeyGuard } from './key-guard';
 import type { HeldGuard } from './key-guard';
 import { redisKeys } from './redis-keys';
@@ -48,7 +42,6 @@ export class SyncRecords {
   private readonly keys: RedisKeys;
   private readonly guard: KeyGuard;
   private readonly writeLimiter: WriteRateLimiter | undefined;
-  private readonly known = new KnownRecords();
 
   private readonly redis: RedisClient;
 
@@ -84,15 +77,7 @@ export class SyncRecords {
         .exists(this.keys.snapshotGeneration(key));
     });
     if (taken === undefined) return undefined;
-    return new SyncTurn(
-      this.redis,
-      this.keys,
-      key,
-      taken.guard,
-      taken.replies,
-      prepaid,
-      this.known,
-    );
+    return new SyncTurn(this.redis, this.keys, key, taken.guard, taken.replies, prepaid);
   }
 }
 
@@ -101,46 +86,6 @@ export class SyncRecords {
  * membership lost on one node of a Cluster (a failover) comes back within it.
  */
 const KNOWN_KEYS_REFRESH_MS = 3_600_000;
-
-/**
- * Per key, the digest of the last snapshot that passed its schema and of the last status this
- * process recorded. A resync reads the snapshot it validated the time before, and the status
- * it wrote itself: validating the same bytes again was 15 % of the syncer's CPU per key of a
- * warm resync (issue 29's figure, ≤ 0.3 ms). The schemas have no transforms, so a record whose
- * digest matches is only parsed: the same value. Two digests per key, dropped when the key is
- * withdrawn.
- */
-class KnownRecords {
-  private readonly snapshots = new Map<string, string>();
-  private readonly statuses = new Map<string, string>();
-
-  snapshot(id: string, raw: string): InventorySnapshot {
-    const digest = digestOf(raw);
-    if (this.snapshots.get(id) === digest) return JSON.parse(raw) as InventorySnapshot;
-    const snapshot = decodeRecord(inventorySnapshotSchema, raw, `snapshot of ${id}`);
-    this.snapshots.set(id, digest);
-    return snapshot;
-  }
-
-  /** The status, or undefined when it does not decode. */
-  status(id: string, raw: string): SyncStatus | undefined {
-    if (this.statuses.get(id) === digestOf(raw)) return JSON.parse(raw) as SyncStatus;
-    return decodeOrUndefined(syncStatusSchema, raw);
-  }
-
-  recorded(id: string, json: string): void {
-    this.statuses.set(id, digestOf(json));
-  }
-
-  forget(id: string): void {
-    this.snapshots.delete(id);
-    this.statuses.delete(id);
-  }
-}
-
-function digestOf(raw: string): string {
-  return hash('sha1', raw, 'base64');
-}
 
 /* KEYS: registrations, snapshot. Deletes the snapshot of a key that has no registration. */
 const FORGET_SNAPSHOT = new LuaScript(
@@ -168,7 +113,6 @@ export class SyncTurn {
     private readonly reads: readonly PipelineReply[],
     /** The first write's token, when asked for with the reads; spend it before the first write. */
     readonly prepaidWrite: Promise<void> | undefined,
-    private readonly known: KnownRecords,
   ) {}
 
   /** Whether the key has a registration: a key without one is never published. */
@@ -180,7 +124,7 @@ export class SyncTurn {
   snapshot(): InventorySnapshot | undefined {
     const raw = this.text(Read.Snapshot);
     if (raw === null) return undefined;
-    return this.known.snapshot(this.id, raw);
+    return decodeRecord(snapshotRecord, raw, `snapshot of ${this.id}`);
   }
 
   /**
@@ -207,7 +151,7 @@ export class SyncTurn {
         stream:
           raw === null
             ? undefined
-            : decodeRecord(streamStateSchema, raw, `stream state of ${this.id}`),
+            : decodeRecord(streamStateRecord, raw, `stream state of ${this.id}`),
       };
     }
     return this.decodedStream.stream;
@@ -222,7 +166,9 @@ export class SyncTurn {
       const [error, raw] = this.reads[Read.Status] ?? [null, null];
       this.decodedStatus = {
         status:
-          error === null && typeof raw === 'string' ? this.known.status(this.id, raw) : undefined,
+          error === null && typeof raw === 'string'
+            ? decodeOrUndefined(syncStatusRecord, raw)
+            : undefined,
       };
     }
     return this.decodedStatus.status;
@@ -263,8 +209,6 @@ export class SyncTurn {
       }
     });
     await Promise.all([record, ...indexes]);
-    if (status.outcome === 'withdrawn') this.known.forget(id);
-    else this.known.recorded(id, json);
   }
 
   /**
