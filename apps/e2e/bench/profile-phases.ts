@@ -4,7 +4,7 @@
  * profiles that span the whole run. Times are µs on the monotonic clock V8 stamps its CPU
  * profiles' samples with (`process.hrtime`), the same in every process of the machine.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const PROFILE_PHASES_FILE = 'phases.json';
@@ -44,11 +44,15 @@ export async function readProfilePhases(dir: string): Promise<Record<string, Pha
   return phases;
 }
 
-/** Adds `phases` to those recorded in `dir` (a phase of the same name is replaced). */
+/**
+ * Adds `phases` to those recorded in `dir` (a phase of the same name is replaced); makes `dir`,
+ * which the services' profiles only make when they exit.
+ */
 export async function recordProfilePhases(
   dir: string,
   phases: Record<string, PhaseWindow>,
 ): Promise<void> {
+  await mkdir(dir, { recursive: true });
   const all = { ...(await readProfilePhases(dir)), ...phases };
   await writeFile(join(dir, PROFILE_PHASES_FILE), `${JSON.stringify(all, null, 2)}\n`);
 }
