@@ -17,6 +17,8 @@ import type { StoreResult } from '@slicekeeper/state';
 import { gpuInventory, inParallel } from '../src/harness';
 import type { MemoryCgroup, ProductionTree, System } from '../src/harness';
 import { round } from './stats';
+import { monotonicUs } from './profile-phases';
+import type { PhaseWindow } from './profile-phases';
 import { progress, redisUsedMemory, startCounting, withSystem } from './support';
 import type { ApiCalls, RedisCommandStats } from './support';
 
@@ -49,6 +51,8 @@ export interface SyncPhaseResult {
    * were written too, s; the phase's counts (CPU, API calls, syncs, Redis) run until then.
    */
   nodeConditionsSeconds?: number;
+  /** The phase's window on the monotonic clock, for the profiles of a `BENCH_CPU_PROF` run. */
+  window: PhaseWindow;
 }
 
 /** The bench's own reads while it waits for a phase to end. */
@@ -359,6 +363,7 @@ export async function phase(
   options: PhaseOptions = {},
 ): Promise<SyncPhaseResult> {
   const stop = await startCounting(system.emulator, producer.redis, syncerMetrics);
+  const fromUs = monotonicUs();
   const startedAt = Date.now();
   await inParallel(keys, SEED_PARALLEL, async (key) => {
     if (reason === 'snapshot') await producer.publish(key);
@@ -378,6 +383,7 @@ export async function phase(
   const settledSeconds = (Date.now() - startedAt) / 1000;
   // The syncs the phase's writes asked for through the watch count as the phase's.
   const { api: calls, syncs, cpuSeconds: cpu, redis: commands } = await stop();
+  const window = { fromUs, toUs: monotonicUs() };
   return {
     phase: name,
     keys: keys.length,
@@ -393,6 +399,7 @@ export async function phase(
     redis: commands,
     polling,
     ...(quiet ? { nodeConditionsSeconds: round(settledSeconds, 2) } : {}),
+    window,
   };
 }
 

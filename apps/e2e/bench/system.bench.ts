@@ -455,6 +455,13 @@ async function cpuOnly(): Promise<void> {
   } finally {
     await production?.close();
   }
+  if (CPU_PROF_DIR !== '') {
+    await recordProfilePhases(CPU_PROF_DIR, {
+      'cold publish ×1': run.cold.window,
+      'warm resync ×1': run.warm.window,
+      'churn ×1': run.churn.window,
+    });
+  }
   const cpuPerUnit = cpuPerUnitRows(floor, latency, [run], pacedFloor);
   const results: CpuBenchResults = {
     date: startedAt.toISOString().slice(0, 10),

@@ -1,3 +1,4 @@
+import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, removalSchema } from '@slicekeeper/contracts';
 import type {
@@ -7,7 +8,7 @@ import type {
   StreamState,
   SyncStatus,
 } from '@slicekeeper/contracts';
-import { LuaScript, replyOf } from '@slicekeeper/queue';
+import { LuaScript, execPipeline, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 import { decodeOrUndefined, decodeRecord } from './codec';
 import { snapshotRecord, streamStateRecord, syncStatusRecord } from './record-schemas';
@@ -186,15 +187,16 @@ export class SyncTurn {
     options: { forgetSnapshot?: boolean; announce?: boolean } = {},
   ): Promise<void> {
     const id = this.id;
-    const indexes: Promise<unknown>[] = [];
+    const indexes: Promise<void>[] = [];
     const finishedAt = Date.parse(status.finishedAt);
     if (status.outcome === 'synced' && !this.knownAlready(status.attempt, finishedAt)) {
-      indexes.push(this.redis.zadd(this.keys.knownKeys, finishedAt, id));
+      indexes.push(this.beside((pipeline) => pipeline.zadd(this.keys.knownKeys, finishedAt, id)));
     }
     if (status.outcome === 'withdrawn') {
       indexes.push(
-        this.redis.zrem(this.keys.knownKeys, id),
-        this.redis.zrem(this.keys.orphans, id),
+        this.beside((pipeline) =>
+          pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id),
+        ),
       );
     }
     const json = JSON.stringify(status);
@@ -221,6 +223,15 @@ export class SyncTurn {
     if (attempt > 1 || previous?.outcome !== 'synced') return false;
     const window = (ms: number) => Math.floor(ms / KNOWN_KEYS_REFRESH_MS);
     return window(Date.parse(previous.finishedAt)) === window(finishedAt);
+  }
+
+  /**
+   * Writes outside the key's slot, beside its record: in the same tick, so that on one server
+   * they go out in the record's write (one system call less for a key's first sync). Throws the
+   * error Redis answers any of them with.
+   */
+  private async beside(build: (pipeline: ChainableCommander) => void): Promise<void> {
+    for (const reply of await execPipeline(this.redis, build)) replyOf(reply);
   }
 
   /** Releases the guard, unless {@link finish} already did. */
