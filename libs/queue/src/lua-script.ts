@@ -91,6 +91,17 @@ export function execPipeline(
   });
 }
 
+/**
+ * MGET of keys that share a hash slot, sent in the tick's pipeline batch ({@link execPipeline}):
+ * the reads of many keys asked for at once (a status page, a node's keys) go out in one write
+ * instead of one each.
+ */
+export async function batchedMget(redis: RedisClient, keys: string[]): Promise<(string | null)[]> {
+  const [reply] = await execPipeline(redis, (pipeline) => pipeline.mget(...keys));
+  if (reply === undefined) throw new Error('MGET got no reply');
+  return replyOf(reply) as (string | null)[];
+}
+
 /** A pipeline waiting for its tick's write. */
 interface Batched {
   build: (pipeline: ChainableCommander) => void;

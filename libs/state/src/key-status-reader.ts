@@ -1,3 +1,4 @@
+import { batchedMget } from '@slicekeeper/queue';
 import type { RedisClient } from '@slicekeeper/queue';
 import { z } from 'zod';
 import { keyId } from '@slicekeeper/contracts';
@@ -58,11 +59,11 @@ export class KeyStatusReader {
   }
 
   async read(key: SliceKey): Promise<KeyStatus> {
-    const [stream, snapshot, sync] = await this.redis.mget(
+    const [stream, snapshot, sync] = await batchedMget(this.redis, [
       this.keys.streamState(key),
       this.keys.snapshot(key),
       this.keys.syncStatus(key),
-    );
+    ]);
     const id = keyId(key);
     const status: KeyStatus = {};
     if (stream != null)

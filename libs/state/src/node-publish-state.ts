@@ -1,3 +1,4 @@
+import { batchedMget } from '@slicekeeper/queue';
 import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, parseKeyId } from '@slicekeeper/contracts';
 import type { SliceKey, StreamState, SyncStatus } from '@slicekeeper/contracts';
@@ -44,8 +45,8 @@ const COUNTER = /^\d+$/;
  * Reads, for the `DRAResourcesPublished` Node condition, where each registered key of a node
  * stands: its sync status, its stream state and its snapshot generation counter. The node's keys
  * come from the registration index (one lexical range: ids are `<node>/<driver>`); each key's
- * three records share its hash slot and are read with one MGET, the keys in parallel (keys live
- * in different Redis Cluster slots, so no command spans two keys). The reads are not one
+ * three records share its hash slot and are read with one MGET, the keys in parallel and in one
+ * write (keys live in different Redis Cluster slots, so no command spans two keys). The reads are not one
  * snapshot in time: whatever changes after them asks for another evaluation.
  *
  * Corrupt values follow the one policy of `CorruptRecordError`: never used half-read. A key with
@@ -88,11 +89,11 @@ export class NodePublishState {
         corrupt: new CorruptRecordError('registration index entry', errorMessage(error)).message,
       };
     }
-    const [status, stream, generation] = await this.redis.mget(
+    const [status, stream, generation] = await batchedMget(this.redis, [
       this.keys.syncStatus(key),
       this.keys.streamState(key),
       this.keys.snapshotGeneration(key),
-    );
+    ]);
     try {
       return {
         key,
