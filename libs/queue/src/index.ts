@@ -1,4 +1,4 @@
-export { LuaScript, batchedMget, execPipeline, replyOf } from './lua-script';
+export { LuaScript, batchedMget, execPipeline, execWrites, replyOf } from './lua-script';
 export type { PipelineReply } from './lua-script';
 export { oldestReadyJobTimestamp } from './oldest-ready-job';
 export { createRedisConnection } from './redis-connection';

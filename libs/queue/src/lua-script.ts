@@ -92,6 +92,17 @@ export function execPipeline(
 }
 
 /**
+ * Sends writes as {@link execPipeline} does (in the tick's batch) and throws the first error
+ * among their replies.
+ */
+export async function execWrites(
+  redis: RedisClient,
+  build: (pipeline: ChainableCommander) => void,
+): Promise<void> {
+  for (const reply of await execPipeline(redis, build)) replyOf(reply);
+}
+
+/**
  * MGET of keys that share a hash slot, sent in the tick's pipeline batch ({@link execPipeline}):
  * the reads of many keys asked for at once (a status page, a node's keys) go out in one write
  * instead of one each.

@@ -1,6 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '@slicekeeper/queue';
-import { LuaScript, execPipeline, replyOf } from '@slicekeeper/queue';
+import { LuaScript, execPipeline, execWrites, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 
 // Takes the guard when it is free or already held by the same job: a job that BullMQ handed to
@@ -79,11 +79,10 @@ export class HeldGuard {
    * first error among the replies; the guard then counts as still held, for {@link release}.
    */
   async releaseWith(writes: (pipeline: ChainableCommander) => void): Promise<void> {
-    const replies = await execPipeline(this.redis, (pipeline) => {
+    await execWrites(this.redis, (pipeline) => {
       writes(pipeline);
       RELEASE.queue(pipeline, [this.guardKey], [this.holder]);
     });
-    for (const reply of replies) replyOf(reply);
     this.released = true;
   }
 

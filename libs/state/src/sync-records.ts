@@ -1,4 +1,3 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '@slicekeeper/queue';
 import { keyId, removalSchema } from '@slicekeeper/contracts';
 import type {
@@ -8,7 +7,7 @@ import type {
   StreamState,
   SyncStatus,
 } from '@slicekeeper/contracts';
-import { LuaScript, execPipeline, replyOf } from '@slicekeeper/queue';
+import { LuaScript, execWrites, replyOf } from '@slicekeeper/queue';
 import type { PipelineReply } from '@slicekeeper/queue';
 import { decodeOrUndefined, decodeRecord } from './codec';
 import { snapshotRecord, streamStateRecord, syncStatusRecord } from './record-schemas';
@@ -187,14 +186,18 @@ export class SyncTurn {
     options: { forgetSnapshot?: boolean; announce?: boolean } = {},
   ): Promise<void> {
     const id = this.id;
+    // Outside the key's slot, beside its record: in the same tick, so that on one server they go
+    // out in the record's write (one system call less for a key's first sync).
     const indexes: Promise<void>[] = [];
     const finishedAt = Date.parse(status.finishedAt);
     if (status.outcome === 'synced' && !this.knownAlready(status.attempt, finishedAt)) {
-      indexes.push(this.beside((pipeline) => pipeline.zadd(this.keys.knownKeys, finishedAt, id)));
+      indexes.push(
+        execWrites(this.redis, (pipeline) => pipeline.zadd(this.keys.knownKeys, finishedAt, id)),
+      );
     }
     if (status.outcome === 'withdrawn') {
       indexes.push(
-        this.beside((pipeline) =>
+        execWrites(this.redis, (pipeline) =>
           pipeline.zrem(this.keys.knownKeys, id).zrem(this.keys.orphans, id),
         ),
       );
@@ -223,15 +226,6 @@ export class SyncTurn {
     if (attempt > 1 || previous?.outcome !== 'synced') return false;
     const window = (ms: number) => Math.floor(ms / KNOWN_KEYS_REFRESH_MS);
     return window(Date.parse(previous.finishedAt)) === window(finishedAt);
-  }
-
-  /**
-   * Writes outside the key's slot, beside its record: in the same tick, so that on one server
-   * they go out in the record's write (one system call less for a key's first sync). Throws the
-   * error Redis answers any of them with.
-   */
-  private async beside(build: (pipeline: ChainableCommander) => void): Promise<void> {
-    for (const reply of await execPipeline(this.redis, build)) replyOf(reply);
   }
 
   /** Releases the guard, unless {@link finish} already did. */
